@@ -2,7 +2,7 @@
 # in scripts/, so `make demo` and `make test` work on a fresh machine.
 
 GO            ?= go
-STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@2025.1.1
+STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME      ?= 20s
 PKGS          := ./...
 
@@ -13,10 +13,10 @@ all: build
 build:
 	$(GO) build $(PKGS)
 
-## test: vet + every test under the race detector, with the emulators that
+## test: lint (gofmt, vet, staticcheck) + every test under the race detector, with the emulators that
 ## the cloud conformance suites need installed, started and stopped by
 ## scripts/test.sh.
-test: vet
+test: lint
 	bash scripts/test.sh
 
 ## lint: gofmt, go vet and staticcheck.
