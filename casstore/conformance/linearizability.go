@@ -1,0 +1,288 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/objwal/objwal/casstore"
+)
+
+// The linearizability case records a concurrent history of Gets and Puts
+// (unconditional, IfAbsent, IfMatch) on a few keys and asks porcupine whether
+// some sequential order of those operations, consistent with real time,
+// explains every result. The model is a register per key whose state is
+// (exists, value, version). Every write stores a unique token, so a Get pins
+// down exactly which write it saw, and the versions Put returned must be the
+// versions later Gets report and IfMatch decides on.
+//
+// An operation that failed with a non-sentinel error has an unknown outcome:
+// a Get is dropped from the history, a Put may or may not have happened and
+// stays pending until the end of the history. The check has a time bound;
+// the history is kept small so it always finishes, and a check that runs out
+// of time fails the case (reported as such) rather than passing silently.
+
+type linKind uint8
+
+const (
+	linGet linKind = iota
+	linPut
+)
+
+type linInput struct {
+	key     string
+	kind    linKind
+	cond    casstore.ConditionKind
+	ifMatch casstore.Version
+	value   string // the token a Put writes
+}
+
+type linOutcome uint8
+
+const (
+	outOK linOutcome = iota
+	outNotFound
+	outAlreadyExists
+	outPreconditionFailed
+	outConflict
+	outUnknown // transport error: the put may or may not have happened
+)
+
+type linOutput struct {
+	outcome linOutcome
+	value   string           // Get: the bytes read
+	version casstore.Version // Get: the version read; Put: the new version
+}
+
+// linState is one key's register. version "" with exists means a write of
+// unknown outcome put it there and nobody has read its version yet.
+type linState struct {
+	exists  bool
+	value   string
+	version casstore.Version
+}
+
+var linModel = porcupine.NondeterministicModel{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		byKey := map[string][]porcupine.Operation{}
+		var order []string
+		for _, op := range history {
+			k := op.Input.(linInput).key
+			if _, ok := byKey[k]; !ok {
+				order = append(order, k)
+			}
+			byKey[k] = append(byKey[k], op)
+		}
+		out := make([][]porcupine.Operation, 0, len(order))
+		for _, k := range order {
+			out = append(out, byKey[k])
+		}
+		return out
+	},
+	Init: func() []any { return []any{linState{}} },
+	Step: func(state, input, output any) []any {
+		s, in, out := state.(linState), input.(linInput), output.(linOutput)
+		if in.kind == linGet {
+			switch out.outcome {
+			case outNotFound:
+				if !s.exists {
+					return []any{s}
+				}
+			case outOK:
+				if s.exists && s.value == out.value && (s.version == "" || s.version == out.version) {
+					return []any{linState{exists: true, value: s.value, version: out.version}}
+				}
+			}
+			return nil
+		}
+		// Could this Put's condition hold in state s?
+		matches := func() bool {
+			switch in.cond {
+			case casstore.CondIfAbsent:
+				return !s.exists
+			case casstore.CondIfMatch:
+				return s.exists && (s.version == "" || s.version == in.ifMatch)
+			}
+			return true
+		}
+		// Could it fail in state s?
+		fails := func() bool {
+			switch in.cond {
+			case casstore.CondIfAbsent:
+				return s.exists
+			case casstore.CondIfMatch:
+				return !s.exists || s.version == "" || s.version != in.ifMatch
+			}
+			return false
+		}
+		written := linState{exists: true, value: in.value, version: out.version}
+		switch out.outcome {
+		case outOK:
+			if matches() {
+				return []any{written}
+			}
+		case outAlreadyExists:
+			if in.cond == casstore.CondIfAbsent && fails() {
+				return []any{s}
+			}
+		case outPreconditionFailed:
+			if in.cond == casstore.CondIfMatch && fails() {
+				return []any{s}
+			}
+		case outConflict:
+			return []any{s} // refused; the write did not happen
+		case outUnknown:
+			if matches() {
+				return []any{s, linState{exists: true, value: in.value}}
+			}
+			return []any{s}
+		}
+		return nil
+	},
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(linInput), output.(linOutput)
+		if in.kind == linGet {
+			return fmt.Sprintf("get(%s) -> %d %q %q", in.key, out.outcome, out.value, out.version)
+		}
+		return fmt.Sprintf("put(%s, %q, cond %d %q) -> %d %q", in.key, in.value, in.cond, in.ifMatch, out.outcome, out.version)
+	},
+}
+
+func testLinearizability(t *testing.T, e *env) {
+	ctx, cancel := context.WithTimeout(t.Context(), e.cfg.timeout)
+	defer cancel()
+	keys := make([]string, e.cfg.linKeys)
+	for i := range keys {
+		keys[i] = e.k(fmt.Sprintf("lin/%d", i))
+	}
+	var (
+		clock   atomic.Int64 // a logical clock: call and return stamps, no wall time
+		mu      sync.Mutex
+		history []porcupine.Operation
+		pending []int // indexes of puts with unknown outcome
+		wg      sync.WaitGroup
+	)
+	record := func(client int, in linInput, out linOutput, call int64) {
+		ret := clock.Add(1)
+		mu.Lock()
+		defer mu.Unlock()
+		if in.kind == linGet && out.outcome == outUnknown {
+			return // a failed read constrains nothing
+		}
+		if out.outcome == outUnknown {
+			pending = append(pending, len(history))
+		}
+		history = append(history, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
+	}
+	for c := range e.cfg.linClients {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(c), 77))
+			seen := map[string]casstore.Version{} // the last version this client saw per key
+			for i := range e.cfg.linOps {
+				if ctx.Err() != nil {
+					return
+				}
+				key := keys[r.IntN(len(keys))]
+				in := linInput{key: key}
+				roll := r.IntN(10)
+				switch {
+				case roll < 4:
+					in.kind = linGet
+				case roll < 6 || !e.caps.IfMatch && !e.caps.IfAbsent:
+					in.kind, in.cond = linPut, casstore.Unconditional
+				case e.caps.IfMatch && seen[key] != "" && (roll < 9 || !e.caps.IfAbsent):
+					in.kind, in.cond, in.ifMatch = linPut, casstore.CondIfMatch, seen[key]
+				case e.caps.IfAbsent:
+					in.kind, in.cond = linPut, casstore.CondIfAbsent
+				default:
+					in.kind = linGet
+				}
+				call := clock.Add(1)
+				var out linOutput
+				var opErr error
+				if in.kind == linGet {
+					b, info, err := e.s.Get(ctx, key)
+					opErr = err
+					out = linOutput{outcome: classify(err), value: string(b), version: info.Version}
+					if err == nil {
+						seen[key] = info.Version
+					}
+				} else {
+					in.value = fmt.Sprintf("c%d-op%d", c, i)
+					var cond casstore.Condition
+					switch in.cond {
+					case casstore.CondIfAbsent:
+						cond = casstore.IfAbsent()
+					case casstore.CondIfMatch:
+						cond = casstore.IfMatch(in.ifMatch)
+					}
+					v, err := e.s.Put(ctx, key, []byte(in.value), cond)
+					opErr = err
+					out = linOutput{outcome: classify(err), version: v}
+					if err == nil {
+						seen[key] = v
+					}
+					if out.outcome == outNotFound {
+						t.Errorf("Put(%q, %v) failed with ErrNotFound: %v", key, cond, err)
+					}
+				}
+				if out.outcome == outUnknown && ctx.Err() == nil {
+					t.Logf("client %d: operation on %q failed, outcome unknown: %v", c, key, opErr)
+				}
+				record(c, in, out, call)
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("history did not finish within %v: %v", e.cfg.timeout, ctx.Err())
+	}
+	for _, i := range pending {
+		history[i].Return = math.MaxInt64 // may take effect any time after its call
+	}
+	res := porcupine.CheckOperationsTimeout(linModel.ToModel(), history, e.cfg.linTimeout)
+	switch res {
+	case porcupine.Ok:
+		t.Logf("history of %d operations on %d keys by %d clients is linearizable", len(history), len(keys), e.cfg.linClients)
+	case porcupine.Illegal:
+		t.Errorf("history of %d operations is NOT linearizable:\n%s", len(history), dumpHistory(history))
+	default:
+		t.Errorf("linearizability check of %d operations gave %q within %v; shrink it with WithLinearizability", len(history), res, e.cfg.linTimeout)
+	}
+}
+
+// classify maps an error to the model's outcomes.
+func classify(err error) linOutcome {
+	switch {
+	case err == nil:
+		return outOK
+	case errors.Is(err, casstore.ErrNotFound):
+		return outNotFound
+	case errors.Is(err, casstore.ErrAlreadyExists):
+		return outAlreadyExists
+	case errors.Is(err, casstore.ErrPreconditionFailed):
+		return outPreconditionFailed
+	case errors.Is(err, casstore.ErrConflict):
+		return outConflict
+	}
+	return outUnknown
+}
+
+func dumpHistory(h []porcupine.Operation) string {
+	var s string
+	for i, op := range h {
+		if i == 200 {
+			s += fmt.Sprintf("  … %d more\n", len(h)-i)
+			break
+		}
+		s += fmt.Sprintf("  [%d,%d] client %d: %s\n", op.Call, op.Return, op.ClientId, linModel.DescribeOperation(op.Input, op.Output))
+	}
+	return s
+}
