@@ -147,9 +147,12 @@ type Manifest struct {
 	// it with clipped capacity, so appends on either side never write into
 	// bytes the other sees.
 	tail []byte
-	// offs[i] is where entry i starts: in base when < len(base), otherwise
-	// in tail at offs[i]-len(base). Clipped in clones like tail.
-	offs []int
+	// baseOffs[i] is where entry i starts in base; like base it is never
+	// modified, so clones share it.
+	baseOffs []int
+	// tailOffs[j] is where entry len(baseOffs)+j starts in tail. Clipped in
+	// clones like tail, so a clone's first Append copies only the tail.
+	tailOffs []int
 }
 
 // NewManifest returns an empty manifest: epoch 0, next sequence 0, no
@@ -170,7 +173,7 @@ func (m *Manifest) SetEpoch(e uint64) { m.epoch = e }
 func (m *Manifest) NextSequence() uint64 { return m.next }
 
 // Len returns the number of entries.
-func (m *Manifest) Len() int { return len(m.offs) }
+func (m *Manifest) Len() int { return len(m.baseOffs) + len(m.tailOffs) }
 
 // Snapshot returns the snapshot pointer (the zero Snapshot when none).
 func (m *Manifest) Snapshot() Snapshot { return m.snapshot }
@@ -198,12 +201,11 @@ func NextEpoch(e uint64) uint64 {
 
 // raw returns entry i's encoded bytes, entry_len included.
 func (m *Manifest) raw(i int) []byte {
-	o := m.offs[i]
 	var b []byte
-	if o < len(m.base) {
-		b = m.base[o:]
+	if i < len(m.baseOffs) {
+		b = m.base[m.baseOffs[i]:]
 	} else {
-		b = m.tail[o-len(m.base):]
+		b = m.tail[m.tailOffs[i-len(m.baseOffs)]:]
 	}
 	return b[:4+binary.LittleEndian.Uint32(b)]
 }
@@ -261,7 +263,7 @@ func (m *Manifest) EntriesFrom(seq uint64) iter.Seq[Entry] {
 
 func (m *Manifest) entriesFromIndex(start int) iter.Seq[Entry] {
 	return func(yield func(Entry) bool) {
-		for i := start; i < len(m.offs); i++ {
+		for i := start; i < m.Len(); i++ {
 			if !yield(m.Entry(i)) {
 				return
 			}
@@ -271,7 +273,7 @@ func (m *Manifest) entriesFromIndex(start int) iter.Seq[Entry] {
 
 // search returns the index of the first entry with End() > seq.
 func (m *Manifest) search(seq uint64) int {
-	return sort.Search(len(m.offs), func(i int) bool { return m.endAt(i) > seq })
+	return sort.Search(m.Len(), func(i int) bool { return m.endAt(i) > seq })
 }
 
 // Locate returns the entry whose sequence range [Sequence, End()) holds seq,
@@ -280,7 +282,7 @@ func (m *Manifest) search(seq uint64) int {
 // EntriesFrom it assumes sorted entries.
 func (m *Manifest) Locate(seq uint64) (Entry, int, bool) {
 	i := m.search(seq)
-	if i < len(m.offs) && m.seqAt(i) <= seq {
+	if i < m.Len() && m.seqAt(i) <= seq {
 		return m.Entry(i), i, true
 	}
 	return Entry{}, i, false
@@ -290,12 +292,12 @@ func (m *Manifest) Locate(seq uint64) (Entry, int, bool) {
 // (all of them when n >= Len(), none when n <= 0). A writer whose commit had
 // an uncertain outcome looks for its own segment keys here.
 func (m *Manifest) TailLocations(n int) []string {
-	n = min(n, len(m.offs))
+	n = min(n, m.Len())
 	if n <= 0 {
 		return nil
 	}
 	out := make([]string, 0, n)
-	for i := len(m.offs) - n; i < len(m.offs); i++ {
+	for i := m.Len() - n; i < m.Len(); i++ {
 		body := m.raw(i)[4:]
 		l := int(binary.LittleEndian.Uint16(body[12:]))
 		out = append(out, string(body[14:14+l]))
@@ -323,8 +325,8 @@ func (m *Manifest) Append(location string, count uint32, md []Metadata) (uint64,
 	if m.next > math.MaxUint64-uint64(count) {
 		return 0, errorf(ErrInvalid, "append: next sequence %d + count %d overflows", m.next, count)
 	}
-	if uint64(len(m.offs)) >= math.MaxUint32 {
-		return 0, errorf(ErrInvalid, "append: manifest already holds %d entries", len(m.offs))
+	if uint64(m.Len()) >= math.MaxUint32 {
+		return 0, errorf(ErrInvalid, "append: manifest already holds %d entries", m.Len())
 	}
 	if err := checkU32Len("append: metadata item count", len(md)); err != nil {
 		return 0, err
@@ -340,7 +342,7 @@ func (m *Manifest) Append(location string, count uint32, md []Metadata) (uint64,
 		return 0, errorf(ErrInvalid, "append: entry of %d bytes does not fit a u32 length", body)
 	}
 	seq := m.next
-	m.offs = append(m.offs, len(m.base)+len(m.tail))
+	m.tailOffs = append(m.tailOffs, len(m.tail))
 	t := grow(m.tail, 4+int(body))
 	t = binary.LittleEndian.AppendUint32(t, uint32(body))
 	t = binary.LittleEndian.AppendUint64(t, seq)
@@ -366,7 +368,7 @@ func (m *Manifest) Append(location string, count uint32, md []Metadata) (uint64,
 // dropped nothing changes at all.
 func (m *Manifest) TruncateThrough(t uint64) int {
 	dropped, size := 0, 0
-	for i := range m.offs {
+	for i := range m.Len() {
 		if m.endAt(i)-1 <= t {
 			dropped++
 		} else {
@@ -379,15 +381,15 @@ func (m *Manifest) TruncateThrough(t uint64) int {
 	// Build new storage: base may be shared with clones and is never
 	// modified in place.
 	base := make([]byte, 0, size)
-	offs := make([]int, 0, len(m.offs)-dropped)
-	for i := range m.offs {
+	offs := make([]int, 0, m.Len()-dropped)
+	for i := range m.Len() {
 		if m.endAt(i)-1 <= t {
 			continue
 		}
 		offs = append(offs, len(base))
 		base = append(base, m.raw(i)...)
 	}
-	m.base, m.tail, m.offs = base, nil, offs
+	m.base, m.baseOffs, m.tail, m.tailOffs = base, offs, nil, nil
 	return dropped
 }
 
@@ -397,12 +399,12 @@ func (m *Manifest) TruncateThrough(t uint64) int {
 // or a last entry whose End() is not NextSequence. Whether to refuse such a
 // manifest is the caller's policy.
 func (m *Manifest) CheckSequences() error {
-	for i := 1; i < len(m.offs); i++ {
+	for i := 1; i < m.Len(); i++ {
 		if prev, s := m.endAt(i-1), m.seqAt(i); s != prev {
 			return errorf(ErrCorrupt, "manifest entry %d has sequence %d, want %d (end of entry %d)", i, s, prev, i-1)
 		}
 	}
-	if n := len(m.offs); n > 0 {
+	if n := m.Len(); n > 0 {
 		if end := m.endAt(n - 1); end != m.next {
 			return errorf(ErrCorrupt, "manifest last entry ends at %d but next_sequence is %d", end, m.next)
 		}
@@ -416,7 +418,7 @@ func (m *Manifest) CheckSequences() error {
 func (m *Manifest) Clone() *Manifest {
 	c := *m
 	c.tail = m.tail[:len(m.tail):len(m.tail)]
-	c.offs = m.offs[:len(m.offs):len(m.offs)]
+	c.tailOffs = m.tailOffs[:len(m.tailOffs):len(m.tailOffs)]
 	return &c
 }
 
@@ -435,7 +437,7 @@ func (m *Manifest) AppendEncode(dst []byte) []byte {
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(len(loc)))
 	dst = binary.LittleEndian.AppendUint64(dst, m.snapshot.ThroughSeq)
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(m.snapshot.CreatedMs))
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(m.offs)))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(m.Len()))
 	dst = binary.LittleEndian.AppendUint64(dst, m.next)
 	dst = binary.LittleEndian.AppendUint64(dst, m.epoch)
 	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
@@ -451,7 +453,7 @@ func EncodeManifestV1(m *Manifest) ([]byte, error) {
 		return nil, errorf(ErrInvalid, "manifest v1 cannot hold a snapshot pointer")
 	}
 	size := coreFooterV1
-	for i := range m.offs {
+	for i := range m.Len() {
 		r := m.raw(i)
 		if c := binary.LittleEndian.Uint32(r[12:]); c != 0 {
 			return nil, errorf(ErrInvalid, "manifest v1 cannot hold entry %d with count %d", i, c)
@@ -459,13 +461,13 @@ func EncodeManifestV1(m *Manifest) ([]byte, error) {
 		size += len(r) - 4
 	}
 	out := make([]byte, 0, size)
-	for i := range m.offs {
+	for i := range m.Len() {
 		r := m.raw(i)
 		out = binary.LittleEndian.AppendUint32(out, binary.LittleEndian.Uint32(r)-4)
 		out = append(out, r[4:12]...) // sequence
 		out = append(out, r[16:]...)  // loc_len onwards
 	}
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(m.offs)))
+	out = binary.LittleEndian.AppendUint32(out, uint32(m.Len()))
 	out = binary.LittleEndian.AppendUint64(out, m.next)
 	out = binary.LittleEndian.AppendUint64(out, m.epoch)
 	return binary.LittleEndian.AppendUint16(out, ManifestV1), nil
@@ -582,7 +584,7 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	if len(base) > 0 {
 		m.base = base
 	}
-	m.offs = offs
+	m.baseOffs = offs
 	return m, nil
 }
 
