@@ -173,9 +173,12 @@ start_one() {
 		echo "export STORAGE_EMULATOR_HOST=127.0.0.1:$port" >>"$RUN/env.sh"
 		;;
 	azurite)
-		"$TOOLS/azurite/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$port" \
-			--inMemoryPersistence --skipApiVersionCheck --disableTelemetry --silent \
-			--location "$RUN/azurite" >"$LOGS/$name.log" 2>&1 &
+		mkdir -p "$RUN/azurite"
+		# Run from its own folder so that nothing it writes lands elsewhere;
+		# exec keeps the recorded PID that of the server itself.
+		(cd "$RUN/azurite" && exec "$TOOLS/azurite/node_modules/.bin/azurite-blob" \
+			--blobHost 127.0.0.1 --blobPort "$port" --inMemoryPersistence \
+			--skipApiVersionCheck --disableTelemetry --silent) >"$LOGS/$name.log" 2>&1 &
 		pid=$!
 		url="http://127.0.0.1:$port/$AZURITE_ACCOUNT?comp=list"
 		echo "export OBJWAL_AZURITE_ENDPOINT=http://127.0.0.1:$port/$AZURITE_ACCOUNT" >>"$RUN/env.sh"
@@ -223,7 +226,12 @@ cmd=${1:-}
 shift || true
 case $cmd in
 install) install_all ;;
-start) start_all ;;
+start)
+	# A failed start leaves nothing running.
+	trap 'stop_all quiet' EXIT
+	start_all
+	trap - EXIT
+	;;
 stop) stop_all ;;
 env)
 	[[ -f $RUN/env.sh ]] || die "no emulators started (run: scripts/emulators.sh start)"

@@ -9,6 +9,8 @@
 //   - 412 on an If-None-Match put: casstore.ErrAlreadyExists
 //   - 412 on an If-Match put or delete: casstore.ErrPreconditionFailed
 //   - 404 on an If-Match put or delete (the key is gone): ErrPreconditionFailed
+//     (a conditional delete also looks with HEAD first, because some servers
+//     answer 204 to If-Match on a missing key)
 //   - 409 ConditionalRequestConflict on a conditional write: casstore.ErrConflict
 //   - 404 otherwise: casstore.ErrNotFound
 //
@@ -353,6 +355,17 @@ func (s *Store) Delete(ctx context.Context, key string, cond casstore.Condition)
 			return casstore.Wrap("delete", key, fmt.Errorf("%w: %s", casstore.ErrUnsupported, s.delGap))
 		}
 		if cond.Version() == "" {
+			return casstore.Wrap("delete", key, casstore.ErrPreconditionFailed)
+		}
+		// Some servers (versitygw) answer 204 to If-Match on a missing key,
+		// so look first: absent or another version loses right here (the
+		// answer is linearized at this HEAD). The DELETE's own If-Match
+		// then guards the window between the two calls.
+		head, err := s.client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+		if err != nil {
+			return s.mapErr("delete", key, cond, err)
+		}
+		if etagVersion(head.ETag) != casstore.Version(strings.Trim(string(cond.Version()), `"`)) {
 			return casstore.Wrap("delete", key, casstore.ErrPreconditionFailed)
 		}
 		in.IfMatch = aws.String(quoteETag(cond.Version()))
