@@ -20,6 +20,10 @@
 // the blob. Reads and listings keep the SDK's retries. Blobs are block blobs
 // written with a single Put Blob request.
 //
+// Keys containing a backslash are refused with casstore.ErrInvalidKey: the
+// service (and Azurite) turn "\" into "/" in blob names, so "a\b" would
+// silently be the blob "a/b".
+//
 // # URLs
 //
 // Importing this package registers the scheme "azblob" with casstore.Open:
@@ -267,6 +271,11 @@ func (s *Store) check(ctx context.Context, op, key string) error {
 	}
 	if key == "" && op != "list" {
 		return casstore.Wrap(op, key, casstore.ErrInvalidKey)
+	}
+	if strings.Contains(key, `\`) && op != "list" {
+		// Azure (and Azurite) turn "\" into "/" in blob names, so such a
+		// key would silently alias another one.
+		return casstore.Wrap(op, key, fmt.Errorf("%w: Azure Blob Storage turns a backslash into a slash", casstore.ErrInvalidKey))
 	}
 	return nil
 }
