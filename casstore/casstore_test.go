@@ -2,6 +2,7 @@ package casstore_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/url"
@@ -54,7 +55,7 @@ func TestOpenRedactsCredentials(t *testing.T) {
 
 func TestOpenMemorySharing(t *testing.T) {
 	ctx := t.Context()
-	name := "sharing-" + t.Name()
+	name := "sharing-" + rand.Text() // unique per run, also under -count
 	a, err := casstore.Open(ctx, "mem://"+name)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -168,6 +169,7 @@ func testLinearizability(t *testing.T, e *env) {
 		history []porcupine.Operation
 		pending []int // indexes of puts with unknown outcome
 		wg      sync.WaitGroup
+		start   = make(chan struct{})
 	)
 	record := func(client int, in linInput, out linOutput, call int64) {
 		ret := clock.Add(1)
@@ -185,10 +187,12 @@ func testLinearizability(t *testing.T, e *env) {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(c), 77))
 			seen := map[string]casstore.Version{} // the last version this client saw per key
+			<-start                               // all clients begin together
 			for i := range e.cfg.linOps {
 				if ctx.Err() != nil {
 					return
 				}
+				runtime.Gosched() // interleave clients even on a fast store with few cores
 				key := keys[r.IntN(len(keys))]
 				in := linInput{key: key}
 				roll := r.IntN(10)
@@ -240,6 +244,7 @@ func testLinearizability(t *testing.T, e *env) {
 			}
 		})
 	}
+	close(start)
 	wg.Wait()
 	if ctx.Err() != nil {
 		t.Fatalf("history did not finish within %v: %v", e.cfg.timeout, ctx.Err())

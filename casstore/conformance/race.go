@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -32,9 +33,11 @@ func testRace(t *testing.T, e *env) {
 		mu           sync.Mutex
 		written      []int // the values the winners wrote
 		wg           sync.WaitGroup
+		start        = make(chan struct{})
 	)
 	for w := range e.cfg.raceWriters {
 		wg.Go(func() {
+			<-start // all writers begin together
 			for range e.cfg.raceAttempts {
 				b, info, err := e.s.Get(ctx, key)
 				if err != nil {
@@ -46,6 +49,9 @@ func testRace(t *testing.T, e *env) {
 					t.Errorf("writer %d: counter holds %q: %v", w, b, err)
 					return
 				}
+				// Let other writers run between the read and the write, so
+				// the race is a race even on a fast store with few cores.
+				runtime.Gosched()
 				_, err = e.s.Put(ctx, key, []byte(strconv.Itoa(n+1)), casstore.IfMatch(info.Version))
 				switch {
 				case err == nil:
@@ -62,6 +68,7 @@ func testRace(t *testing.T, e *env) {
 			}
 		})
 	}
+	close(start)
 	wg.Wait()
 	if ctx.Err() != nil {
 		t.Fatalf("race did not finish within %v: %v", e.cfg.timeout, ctx.Err())
