@@ -6,7 +6,7 @@ STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME      ?= 20s
 PKGS          := ./...
 
-.PHONY: all build test test-unit lint vet fmt-check staticcheck fuzz bench demo clean
+.PHONY: all build test test-unit lint vet fmt-check staticcheck fuzz bench demo clean emulators test-minio
 
 all: build
 
@@ -45,3 +45,14 @@ demo:
 
 clean:
 	rm -rf bin .tools
+
+## emulators: install (or reuse) the pinned Azurite, fake-gcs-server and
+## versitygw in .tools/ and start them; `source <(bash scripts/emulators.sh env)`
+## then points plain `go test` at them; `bash scripts/emulators.sh stop` ends them.
+emulators:
+	bash scripts/emulators.sh start
+
+## test-minio: the S3 conformance suite against a MinIO server (run as an
+## external process only).
+test-minio:
+	bash scripts/test-minio.sh
