@@ -173,6 +173,7 @@ type testCase struct {
 var cases = []testCase{
 	{"RoundTrip", testRoundTrip},
 	{"OddKeys", testOddKeys},
+	{"BackslashKey", testBackslashKey},
 	{"KeyAndDirectoryCoexist", testKeyAndDirectory},
 	{"Overwrite", testOverwrite},
 	{"EmptyKey", testEmptyKey},
