@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 	"iter"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -333,8 +334,8 @@ func (m *Manifest) Append(location string, count uint32, md []Metadata) (uint64,
 	}
 	body := uint64(countedEntryMin + len(location))
 	for j, it := range md {
-		if err := checkU32Len("append: metadata item "+strconv.Itoa(j)+" payload length", len(it.Payload)); err != nil {
-			return 0, err
+		if uint64(len(it.Payload)) > math.MaxUint32 {
+			return 0, checkU32Len("append: metadata item "+strconv.Itoa(j)+" payload length", len(it.Payload))
 		}
 		body += mdItemHeader + uint64(len(it.Payload))
 	}
@@ -343,7 +344,7 @@ func (m *Manifest) Append(location string, count uint32, md []Metadata) (uint64,
 	}
 	seq := m.next
 	m.tailOffs = append(m.tailOffs, len(m.tail))
-	t := grow(m.tail, 4+int(body))
+	t := slices.Grow(m.tail, 4+int(body)) // amortised: slices.Grow doubles
 	t = binary.LittleEndian.AppendUint32(t, uint32(body))
 	t = binary.LittleEndian.AppendUint64(t, seq)
 	t = binary.LittleEndian.AppendUint32(t, count)
@@ -430,7 +431,7 @@ func (m *Manifest) Encode() []byte { return m.AppendEncode(nil) }
 func (m *Manifest) AppendEncode(dst []byte) []byte {
 	start := len(dst)
 	loc := m.snapshot.Location
-	dst = grow(dst, len(m.base)+len(m.tail)+len(loc)+snapshotFixed+coreFooterV4)
+	dst = slices.Grow(dst, len(m.base)+len(m.tail)+len(loc)+snapshotFixed+coreFooterV4)
 	dst = append(dst, m.base...)
 	dst = append(dst, m.tail...)
 	dst = append(dst, loc...)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -84,15 +85,15 @@ func AppendSegment(dst []byte, records [][]byte, c Compression, version uint16) 
 	}
 	blockLen := 0
 	for i, r := range records {
-		if err := checkU32Len("record "+strconv.Itoa(i)+" length", len(r)); err != nil {
-			return dst, err
+		if uint64(len(r)) > math.MaxUint32 {
+			return dst, checkU32Len("record "+strconv.Itoa(i)+" length", len(r))
 		}
 		blockLen += 4 + len(r)
 	}
 	start := len(dst)
 	out := dst
 	if c == CompressionNone {
-		out = appendRecordBlock(grow(out, blockLen+segFooterV2), records)
+		out = appendRecordBlock(slices.Grow(out, blockLen+segFooterV2), records)
 	} else {
 		if blockLen > MaxDecodedBlockSize {
 			return dst, errorf(ErrInvalid, "record block of %d bytes exceeds the zstd limit of %d bytes", blockLen, MaxDecodedBlockSize)
@@ -115,16 +116,6 @@ func checkU32Len(what string, n int) error {
 		return errorf(ErrInvalid, "%s %d does not fit a u32", what, n)
 	}
 	return nil
-}
-
-// grow makes room for n more bytes in b.
-func grow(b []byte, n int) []byte {
-	if cap(b)-len(b) < n {
-		nb := make([]byte, len(b), len(b)+n)
-		copy(nb, b)
-		return nb
-	}
-	return b
 }
 
 func appendRecordBlock(b []byte, records [][]byte) []byte {
