@@ -21,7 +21,9 @@ type command struct {
 // commands maps each verb to its implementation; every verb lives in a file
 // of its own (inspect.go, demo.go, ...).
 func commands() map[string]command {
-	return map[string]command{}
+	return map[string]command{
+		"inspect": {summary: "decode a segment or manifest object and print it (--json for scripts)", run: runInspect},
+	}
 }
 
 func main() {
