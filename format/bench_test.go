@@ -55,13 +55,13 @@ func BenchmarkEncodeSegment(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.SetBytes(recordBytes(records))
-			b.ReportMetric(float64(len(buf)), "seg-bytes")
 			b.ReportAllocs()
 			for b.Loop() {
 				if buf, err = AppendSegment(buf[:0], records, bc.c, SegmentV2); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(len(buf)), "seg-bytes")
 		})
 	}
 }
@@ -138,7 +138,6 @@ func BenchmarkManifestAppend10000(b *testing.B) {
 func BenchmarkManifestParse(b *testing.B) {
 	buf := benchManifest(b).Encode()
 	b.SetBytes(int64(len(buf)))
-	b.ReportMetric(float64(len(buf)), "manifest-bytes")
 	b.ReportAllocs()
 	for b.Loop() {
 		m, err := ParseManifest(buf)
@@ -146,6 +145,7 @@ func BenchmarkManifestParse(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(len(buf)), "manifest-bytes")
 }
 
 // BenchmarkManifestEncode encodes a 10,000-entry manifest into a reused
