@@ -1,8 +1,10 @@
 package wal
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/objwal/objwal/casstore"
@@ -17,26 +19,53 @@ type loadedManifest struct {
 }
 
 // loadManifest reads and parses the manifest at key. A missing object is
-// an empty manifest with epoch 0. A parse failure is read once more before
-// it is reported as ErrCorrupt, so a fault in transit is not mistaken for a
-// damaged object.
+// an empty manifest with epoch 0. A manifest that does not parse is
+// reported as ErrCorrupt only when a second read returns the same bytes:
+// damage in transit (which differs between reads) must not halt anyone.
 func loadManifest(ctx context.Context, s casstore.Store, key string, timeout time.Duration) (loadedManifest, error) {
-	var lastErr error
-	for range 2 {
-		b, info, err := getObject(ctx, s, key, timeout)
-		if errors.Is(err, casstore.ErrNotFound) {
-			return loadedManifest{m: format.NewManifest()}, nil
-		}
-		if err != nil {
-			return loadedManifest{}, err
-		}
+	var lm loadedManifest
+	err := readConsistent(ctx, s, "manifest", key, timeout, func(b []byte, info casstore.ObjectInfo) error {
 		m, err := parseManifest(b)
 		if err == nil {
-			return loadedManifest{m: m, version: info.Version, exists: true}, nil
+			lm = loadedManifest{m: m, version: info.Version, exists: true}
 		}
-		lastErr = err
+		return err
+	})
+	if errors.Is(err, casstore.ErrNotFound) {
+		return loadedManifest{m: format.NewManifest()}, nil
 	}
-	return loadedManifest{}, corruptError("manifest", key, lastErr)
+	if err != nil {
+		return loadedManifest{}, err
+	}
+	return lm, nil
+}
+
+// errInconsistentReads: reads of one object kept failing to decode, with
+// different bytes each time; it is transient (a flaky path), not damage.
+var errInconsistentReads = errors.New("object did not decode and reads disagree")
+
+// readConsistent reads key and hands the bytes to decode until decode
+// accepts them. Two reads that fail to decode with identical bytes are
+// stored damage: ErrCorrupt. Up to three reads are made.
+func readConsistent(ctx context.Context, s casstore.Store, kind, key string, timeout time.Duration, decode func([]byte, casstore.ObjectInfo) error) error {
+	var bad [][]byte
+	var lastErr error
+	for range 3 {
+		b, info, err := getObject(ctx, s, key, timeout)
+		if err != nil {
+			return err
+		}
+		if lastErr = decode(b, info); lastErr == nil {
+			return nil
+		}
+		for _, prev := range bad {
+			if bytes.Equal(prev, b) {
+				return corruptError(kind, key, lastErr)
+			}
+		}
+		bad = append(bad, b)
+	}
+	return fmt.Errorf("wal: %s %q: %w: %w", kind, key, errInconsistentReads, lastErr)
 }
 
 // parseManifest is format.ParseManifest plus the sequence tiling check: a

@@ -67,6 +67,9 @@ func (r *Replica) Run(ctx context.Context) error {
 				return err
 			}
 			r.log.Warn("wal: replica poll failed, retrying", "manifest", r.cfg.ManifestPath, "err", err)
+			if n > 0 {
+				bo.reset() // progress was made: this is not one long outage
+			}
 			if !bo.wait(ctx) {
 				if ctx.Err() != nil {
 					return nil
@@ -239,16 +242,13 @@ func (r *Replica) applyEntries(ctx context.Context, entries []format.Entry) (int
 	return applied, nil
 }
 
-// fetch reads and decodes the segment of e. A segment that does not decode
-// is read once more before it is reported as ErrCorrupt, so a fault in
-// transit is not mistaken for a damaged object; nothing of it is applied.
+// fetch reads and decodes the segment of e (see readConsistent: only
+// damage that two reads agree on is ErrCorrupt, and nothing of such a
+// segment is applied). Transient read errors are retried a few times here,
+// so one flaky GET does not restart a whole catch-up.
 func (r *Replica) fetch(ctx context.Context, e format.Entry) ([][]byte, error) {
-	var lastErr error
-	for range 2 {
-		b, _, err := getObject(ctx, r.store, e.Location, r.cfg.RequestTimeout)
-		if err != nil {
-			return nil, err
-		}
+	var recs [][]byte
+	decode := func(b []byte, _ casstore.ObjectInfo) error {
 		r.fetched.Add(int64(len(b)))
 		r.met.fetched.Add(context.Background(), int64(len(b)))
 		seg, err := format.DecodeSegment(b)
@@ -256,11 +256,17 @@ func (r *Replica) fetch(ctx context.Context, e format.Entry) ([][]byte, error) {
 			err = fmt.Errorf("%w: segment holds %d records, its manifest entry says %d", format.ErrCorrupt, len(seg.Records), e.Count)
 		}
 		if err == nil {
-			return seg.Records, nil
+			recs = seg.Records
 		}
-		lastErr = err
+		return err
 	}
-	return nil, corruptError("segment", e.Location, lastErr)
+	bo := newBackoff(0)
+	for attempt := 0; ; attempt++ {
+		err := readConsistent(ctx, r.store, "segment", e.Location, r.cfg.RequestTimeout, decode)
+		if err == nil || attempt == 3 || !r.retryable(err) || !bo.wait(ctx) {
+			return recs, err
+		}
+	}
 }
 
 // applySegment applies the records of e at or after the cursor, moving the
@@ -280,6 +286,9 @@ func (r *Replica) applySegment(ctx context.Context, e format.Entry, records [][]
 		seq := e.RecordSequence(i)
 		if e.Count > 0 && seq < r.next {
 			continue // applied before a restart or an applier error
+		}
+		if err := ctx.Err(); err != nil {
+			return n, err
 		}
 		rec := Record{Sequence: seq, Data: data}
 		if j >= 0 {

@@ -25,7 +25,7 @@ func transient(err error) bool {
 		errors.Is(err, casstore.ErrPreconditionFailed), errors.Is(err, casstore.ErrUnsupported),
 		errors.Is(err, casstore.ErrInvalidKey), errors.Is(err, casstore.ErrInvalidRange),
 		errors.Is(err, casstore.ErrClosed), errors.Is(err, casstore.ErrInvalidURL),
-		errors.Is(err, context.Canceled):
+		errors.Is(err, context.Canceled), errors.Is(err, ErrCorrupt), errors.Is(err, ErrLegacyManifest):
 		return false
 	}
 	return true
