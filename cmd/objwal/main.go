@@ -1,6 +1,8 @@
-// Command objwal is the tool a user runs against an objwal log: inspect
-// decodes segment and manifest objects, and later verbs run the demo, the
-// benchmark and the conformance suite.
+// Command objwal is the tool a user runs against an objwal log: demo runs
+// the main job (a producer and two replicas) on an embedded store, bench
+// measures the producer and a replica over any store, tail prints a log's
+// records, and inspect decodes segment and manifest objects from a file or a
+// store.
 package main
 
 import (
@@ -22,7 +24,10 @@ type command struct {
 // of its own (inspect.go, demo.go, ...).
 func commands() map[string]command {
 	return map[string]command{
-		"inspect": {summary: "decode a segment or manifest object and print it (--json for scripts)", run: runInspect},
+		"inspect": {summary: "decode a segment or manifest object from a file or a store URL and print it (--json for scripts)", run: runInspectCmd},
+		"demo":    {summary: "run a producer and two replicas on a key-value workload and print what it cost", run: runDemo},
+		"bench":   {summary: "measure write throughput, commit latency and replica catch-up over a store", run: runBench},
+		"tail":    {summary: "print the records of a log in a store (--follow to keep reading)", run: runTail},
 	}
 }
 
