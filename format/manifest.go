@@ -96,6 +96,16 @@ func (e Entry) MetadataFor(i int) (Metadata, bool) {
 	return Metadata{}, false
 }
 
+// CheckSegment reports, wrapping ErrCorrupt, a segment whose record count
+// differs from the entry's non-zero Count (FORMATS.md §10, D11). A legacy
+// entry (Count 0) accepts any number of records.
+func (e Entry) CheckSegment(seg *Segment) error {
+	if e.Count != 0 && uint64(len(seg.Records)) != uint64(e.Count) {
+		return errorf(ErrCorrupt, "segment %s holds %d records but its manifest entry says %d", e.Location, len(seg.Records), e.Count)
+	}
+	return nil
+}
+
 // seqEnd is seq + max(count, 1), saturating at math.MaxUint64.
 func seqEnd(seq uint64, count uint32) uint64 {
 	r := uint64(max(count, 1))

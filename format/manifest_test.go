@@ -477,3 +477,12 @@ func TestErrorClass(t *testing.T) {
 	assert.Equal(t, "", ErrorClass(assert.AnError))
 	assert.Equal(t, "", ErrorClass(nil))
 }
+
+func TestEntryCheckSegment(t *testing.T) {
+	seg := &Segment{Records: [][]byte{{1}, {2}}}
+	assert.NoError(t, Entry{Count: 2}.CheckSegment(seg))
+	assert.NoError(t, Entry{Count: 0}.CheckSegment(seg), "legacy entries hold any number")
+	err := Entry{Count: 3, Location: "seg/x"}.CheckSegment(seg)
+	assert.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorContains(t, err, "seg/x")
+}
