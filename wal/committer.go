@@ -267,11 +267,9 @@ func (c *committer) acknowledge(batch []*segment, seqs []uint64) {
 	c.mu.Unlock()
 	var recs int64
 	for i, s := range batch {
-		for j, g := range s.groups {
-			g.d.resolve(seqs[i]+uint64(s.starts[j]), nil)
-		}
+		s.resolve(&seqs[i], nil)
 		recs += int64(s.records)
-		c.p.budget.release(s.cost)
+		c.p.release(s.cost)
 	}
 	c.mu.Lock()
 	c.records += recs
@@ -314,10 +312,8 @@ func (c *committer) abandon(err error) {
 		if unsure[s] {
 			e = &outcomeUnknownError{cause: err}
 		}
-		for _, g := range s.groups {
-			g.d.resolve(0, e)
-		}
-		c.p.budget.release(s.cost)
+		s.resolve(nil, e)
+		c.p.release(s.cost)
 	}
 }
 

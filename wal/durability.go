@@ -1,20 +1,26 @@
 package wal
 
-import (
-	"context"
-	"sync"
-)
+import "context"
 
 // Durability is the handle of one Append group. It resolves exactly once:
 // with the group's first sequence when the manifest commit that carries the
 // group succeeds, or with an error.
+//
+// Resolution is signalled per segment, not per group: a group waits for its
+// flush to be sealed (one channel per flush), then for its segment's commit
+// (one channel per segment, which commits atomically). That keeps tiny
+// Appends from paying for a channel each.
 type Durability struct {
-	done chan struct{}
-	seq  uint64
-	err  error
+	flush *flushSignal
+	seg   *segment // set before flush.sealed closes
+	seq   uint64   // set before seg.done closes
+	err   error
 }
 
-func newDurability() *Durability { return &Durability{done: make(chan struct{})} }
+// flushSignal is closed when a flush has assigned its groups to segments.
+type flushSignal struct{ sealed chan struct{} }
+
+func newFlushSignal() *flushSignal { return &flushSignal{sealed: make(chan struct{})} }
 
 // Wait blocks until the group is durably committed and returns the sequence
 // of its first record; the group's records have consecutive sequences from
@@ -28,69 +34,30 @@ func newDurability() *Durability { return &Durability{done: make(chan struct{})}
 //     later Wait can learn it.
 func (d *Durability) Wait(ctx context.Context) (uint64, error) {
 	select {
-	case <-d.done:
+	case <-d.flush.sealed:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	select {
+	case <-d.seg.done:
 		return d.seq, d.err
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
 }
 
-// Done is closed when the group resolved; Wait then returns at once.
-func (d *Durability) Done() <-chan struct{} { return d.done }
-
-func (d *Durability) resolve(seq uint64, err error) {
-	d.seq, d.err = seq, err
-	close(d.done)
-}
-
-// budget is a byte-weighted semaphore whose waiters give up when their
-// context ends or the producer stops. It is not FIFO: a release wakes every
-// waiter and whoever fits goes.
-type budget struct {
-	mu      sync.Mutex
-	used    int64
-	max     int64
-	changed chan struct{} // closed and replaced on every release
-}
-
-func newBudget(max int64) *budget { return &budget{max: max, changed: make(chan struct{})} }
-
-// acquire takes n bytes, blocking while they do not fit. It returns ctx's
-// error, or errStopped when stop is closed first.
-func (b *budget) acquire(ctx context.Context, n int64, stop <-chan struct{}) error {
-	for {
-		b.mu.Lock()
-		if b.used+n <= b.max {
-			b.used += n
-			b.mu.Unlock()
-			return nil
-		}
-		ch := b.changed
-		b.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-stop:
-			return errStopped
-		}
+// Resolved reports, without blocking, whether the group has resolved (Wait
+// would return at once with its result).
+func (d *Durability) Resolved() bool {
+	select {
+	case <-d.flush.sealed:
+	default:
+		return false
 	}
-}
-
-func (b *budget) release(n int64) {
-	if n == 0 {
-		return
+	select {
+	case <-d.seg.done:
+		return true
+	default:
+		return false
 	}
-	b.mu.Lock()
-	b.used -= n
-	close(b.changed)
-	b.changed = make(chan struct{})
-	b.mu.Unlock()
-}
-
-// inUse reports the bytes currently held.
-func (b *budget) inUse() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
 }

@@ -19,7 +19,21 @@ type segment struct {
 	block   int64 // record block bytes before compression
 	cost    int64 // budget to release when resolved
 	md      []format.Metadata
-	size    int // encoded bytes (set by the uploader)
+	size    int           // encoded bytes (set by the uploader)
+	done    chan struct{} // closed when the segment's groups resolved
+}
+
+// resolve settles every group of the segment: committed at *base plus the
+// group's start index when err is nil, else failed with err.
+func (s *segment) resolve(base *uint64, err error) {
+	for j, g := range s.groups {
+		if err == nil {
+			g.d.seq = *base + uint64(s.starts[j])
+		} else {
+			g.d.err = err
+		}
+	}
+	close(s.done)
 }
 
 // flushLoop seals the pending buffer into segments whenever FlushInterval
@@ -34,9 +48,10 @@ func (p *Producer) flushLoop() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		groups, closing, wait := p.takePending()
+		groups, signal, closing, wait := p.takePending()
 		if groups != nil {
 			segs := p.seal(groups, &ordinal)
+			close(signal.sealed) // every group now knows its segment
 			if !p.dispatch(segs) {
 				return
 			}
@@ -69,20 +84,20 @@ func (p *Producer) flushLoop() {
 // takePending returns the pending groups if a flush is due, whether Close
 // was called, and otherwise how long until the interval trigger (0: wait
 // for a kick).
-func (p *Producer) takePending() (groups []*group, closing bool, wait time.Duration) {
+func (p *Producer) takePending() (groups []*group, signal *flushSignal, closing bool, wait time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	closing = p.closing
 	if len(p.pending) == 0 || p.stopErr != nil {
-		return nil, closing, 0
+		return nil, nil, closing, 0
 	}
 	age := time.Since(p.pendingSince)
 	if closing || p.pendingBytes >= int64(p.cfg.FlushBytes) || age >= p.cfg.FlushInterval {
-		groups = p.pending
-		p.pending, p.pendingBytes = nil, 0
-		return groups, closing, 0
+		groups, signal = p.pending, p.pendingFlush
+		p.pending, p.pendingBytes, p.pendingFlush = nil, 0, nil
+		return groups, signal, closing, 0
 	}
-	return nil, closing, p.cfg.FlushInterval - age
+	return nil, nil, closing, p.cfg.FlushInterval - age
 }
 
 // seal packs groups, in order, into segments of at most SegmentMaxBytes of
@@ -98,7 +113,7 @@ func (p *Producer) seal(groups []*group, ordinal *uint64) []*segment {
 	var curMeta []byte
 	for _, g := range groups {
 		if cur == nil || (cur.block+g.block > limit && len(cur.groups) > 0) {
-			cur = &segment{ordinal: *ordinal, key: p.segmentKey(*ordinal)}
+			cur = &segment{ordinal: *ordinal, key: p.segmentKey(*ordinal), done: make(chan struct{})}
 			*ordinal++
 			segs = append(segs, cur)
 			curMeta = nil
@@ -108,6 +123,7 @@ func (p *Producer) seal(groups []*group, ordinal *uint64) []*segment {
 			cur.md = append(cur.md, format.Metadata{StartIndex: start, IngestionMs: now, Payload: g.meta})
 			curMeta = g.meta
 		}
+		g.d.seg = cur
 		cur.groups = append(cur.groups, g)
 		cur.starts = append(cur.starts, start)
 		cur.records += len(g.records)

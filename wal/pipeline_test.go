@@ -144,9 +144,7 @@ func TestUploadOrderVsCommitOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-a.Done():
-	default:
+	if !a.Resolved() {
 		t.Fatal("segment 1 resolved while segment 0 was still uploading")
 	}
 	seqA, err := a.Wait(ctx)

@@ -25,9 +25,6 @@ import (
 	"github.com/objwal/objwal/format"
 )
 
-// errStopped is the budget's "the producer stopped" signal.
-var errStopped = errors.New("wal: producer stopped")
-
 // Per-record and per-group bytes charged to MaxInFlightBytes on top of the
 // record bytes: what the producer keeps in memory for them (slice headers,
 // the group, its Durability). Charging it keeps the budget honest for tiny
@@ -38,9 +35,9 @@ const (
 	segFooterMax   = 11
 )
 
-// group is one Append call.
+// group is one Append call; its Durability is what the caller holds.
 type group struct {
-	d       *Durability
+	d       Durability
 	records [][]byte // copies; dropped once uploaded
 	meta    []byte
 	block   int64 // Σ(4+len): the group's share of a record block
@@ -57,16 +54,19 @@ type Producer struct {
 	runID string
 	epoch uint64
 
-	budget *budget
-	c      *committer
+	c *committer
 
 	mu           sync.Mutex
 	pending      []*group
 	pendingBytes int64
 	pendingSince time.Time
-	closing      bool  // Close was called: Append refuses
-	stopErr      error // why the producer stopped early; set once
-	finished     bool  // every Durability has been resolved
+	pendingFlush *flushSignal  // shared by the pending groups
+	inFlight     int64         // bytes charged to MaxInFlightBytes
+	waiters      int           // Appends blocked on the budget
+	freed        chan struct{} // closed and replaced when budget frees up
+	closing      bool          // Close was called: Append refuses
+	stopErr      error         // why the producer stopped early; set once
+	finished     bool          // every Durability has been resolved
 
 	kick    chan struct{} // wakes the flusher
 	uploadQ chan *segment
@@ -97,7 +97,7 @@ func NewProducer(ctx context.Context, store casstore.Store, cfg ProducerConfig) 
 		log:     cfg.Logger,
 		met:     met,
 		runID:   ulid.Make().String(),
-		budget:  newBudget(cfg.MaxInFlightBytes),
+		freed:   make(chan struct{}),
 		kick:    make(chan struct{}, 1),
 		uploadQ: make(chan *segment, cfg.UploadConcurrency),
 		stopped: make(chan struct{}),
@@ -142,25 +142,17 @@ func (p *Producer) Append(ctx context.Context, records [][]byte, meta []byte) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := p.admissible(); err != nil {
-		return nil, err
-	}
-	if err := p.budget.acquire(ctx, g.cost, p.stopped); err != nil {
-		if errors.Is(err, errStopped) {
-			return nil, p.admissible()
-		}
-		return nil, err
-	}
 	p.mu.Lock()
-	if err := p.admissibleLocked(); err != nil {
+	if err := p.reserve(ctx, g.cost); err != nil {
 		p.mu.Unlock()
-		p.budget.release(g.cost)
 		return nil, err
 	}
-	p.pending = append(p.pending, g)
-	if len(p.pending) == 1 {
+	if len(p.pending) == 0 {
 		p.pendingSince = time.Now()
+		p.pendingFlush = newFlushSignal()
 	}
+	g.d.flush = p.pendingFlush
+	p.pending = append(p.pending, g)
 	p.pendingBytes += g.block
 	wake := len(p.pending) == 1 || p.pendingBytes >= int64(p.cfg.FlushBytes)
 	p.mu.Unlock()
@@ -169,7 +161,7 @@ func (p *Producer) Append(ctx context.Context, records [][]byte, meta []byte) (*
 	}
 	p.met.appendRecords.Add(context.Background(), int64(len(records)))
 	p.met.appendBytes.Add(context.Background(), g.block-4*int64(len(records)))
-	return g.d, nil
+	return &g.d, nil
 }
 
 // newGroup validates and copies one Append's records into one allocation.
@@ -200,13 +192,50 @@ func (p *Producer) newGroup(records [][]byte, meta []byte) (*group, error) {
 		arena = append(arena, meta...)
 		m = arena[len(arena)-len(meta) : len(arena) : len(arena)]
 	}
-	return &group{d: newDurability(), records: copies, meta: m, block: block, cost: cost}, nil
+	return &group{records: copies, meta: m, block: block, cost: cost}, nil
 }
 
-func (p *Producer) admissible() error {
+// reserve charges n bytes to the in-flight budget, waiting (with p.mu
+// released) while they do not fit. It is called and returns with p.mu
+// held, and fails if ctx ends or the producer closes or stops meanwhile.
+// The budget is measured in bytes, never in a count of batches, so tiny
+// records are limited only by their real footprint.
+func (p *Producer) reserve(ctx context.Context, n int64) error {
+	for {
+		if err := p.admissibleLocked(); err != nil {
+			return err
+		}
+		if p.inFlight+n <= p.cfg.MaxInFlightBytes {
+			p.inFlight += n
+			return nil
+		}
+		ch := p.freed
+		p.waiters++
+		p.mu.Unlock()
+		var err error
+		select {
+		case <-ch:
+		case <-p.stopped:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		p.mu.Lock()
+		p.waiters--
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// release returns n bytes to the budget and wakes blocked Appends.
+func (p *Producer) release(n int64) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.admissibleLocked()
+	p.inFlight -= n
+	if p.waiters > 0 {
+		close(p.freed)
+		p.freed = make(chan struct{})
+	}
+	p.mu.Unlock()
 }
 
 func (p *Producer) admissibleLocked() error {
@@ -300,9 +329,16 @@ func (p *Producer) supervise() {
 	if stopErr == nil {
 		stopErr = p.fatal(errors.New("pipeline stopped with records pending")) // defensive: a bug, not a path
 	}
-	for _, g := range pending {
-		g.d.resolve(0, stopErr)
-		p.budget.release(g.cost)
+	if len(pending) > 0 {
+		// Never sealed: give them a segment of their own to resolve on.
+		s := &segment{groups: pending, done: make(chan struct{})}
+		for _, g := range pending {
+			s.cost += g.cost
+			g.d.seg = s
+		}
+		close(pending[0].d.flush.sealed)
+		s.resolve(nil, stopErr)
+		p.release(s.cost)
 	}
 	p.c.abandon(stopErr)
 	p.cancel(nil)
@@ -328,7 +364,10 @@ type Stats struct {
 // Stats returns a snapshot of the producer's counters.
 func (p *Producer) Stats() Stats {
 	s := p.c.stats()
-	s.Epoch, s.RunID, s.InFlightBytes = p.epoch, p.runID, p.budget.inUse()
+	p.mu.Lock()
+	s.InFlightBytes = p.inFlight
+	p.mu.Unlock()
+	s.Epoch, s.RunID = p.epoch, p.runID
 	return s
 }
 
