@@ -353,3 +353,42 @@ func TestCloseGivesUp(t *testing.T) {
 	}
 	waitGoroutines(t, before)
 }
+
+// TestPerKeyWriteLimit: with GCS's one write per object per interval on the
+// manifest (too-early writes refused like a 429), every append still
+// commits: throttled CASes are retried and group commit packs the waiting
+// appends into the few writes the limit allows.
+func TestPerKeyWriteLimit(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	fs := faultstore.New(casstore.NewMemory(), faultstore.Config{KeyWriteInterval: 100 * time.Millisecond, KeyWriteKey: "wal/manifest"})
+	p, err := wal.NewProducer(ctx, fs, fastConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for c := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 5 {
+				d, err := p.Append(ctx, [][]byte{rec(c*10 + i)}, nil)
+				if err == nil {
+					_, err = d.Wait(ctx)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := p.Stats()
+	t.Logf("80 appends in %d commits; %d throttled writes", st.Commits, fs.Stats()[faultstore.OpPut].Throttled)
+	if got := tailAll(t, ctx, fs.Inner()); len(got) != 80 {
+		t.Fatalf("log has %d records", len(got))
+	}
+}

@@ -492,3 +492,41 @@ func TestTypedApplier(t *testing.T) {
 		t.Fatal("decode error not returned")
 	}
 }
+
+// TestStartAtAndTruncatedLog: StartAt skips a prefix the application
+// restored from a snapshot; a cursor behind a truncated manifest is
+// ErrLogTruncated, while a fresh replica starts where the log starts.
+func TestStartAtAndTruncatedLog(t *testing.T) {
+	ctx := testCtx(t, 20*time.Second)
+	mem := produce(t, ctx, 12, 60)
+	c := &collector{}
+	rep := wal.NewReplica(mem, c, wal.ReplicaConfig{StartAt: 5, Logger: quiet()})
+	if _, err := rep.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.records(); len(got) != 7 || got[0].Sequence != 5 {
+		t.Fatalf("StartAt 5: %d records from %d", len(got), got[0].Sequence)
+	}
+
+	b, info, _ := mem.Get(ctx, "wal/manifest")
+	m, err := format.ParseManifest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.TruncateThrough(4) == 0 {
+		t.Fatal("nothing truncated")
+	}
+	first := m.Entry(0).Sequence
+	if _, err := mem.Put(ctx, "wal/manifest", m.Encode(), casstore.IfMatch(info.Version)); err != nil {
+		t.Fatal(err)
+	}
+	cur := wal.NewMemoryCursorStore()
+	cur.Save(ctx, 1)
+	if _, err := wal.NewReplica(mem, &collector{}, wal.ReplicaConfig{Cursor: cur, Logger: quiet()}).Poll(ctx); !errors.Is(err, wal.ErrLogTruncated) {
+		t.Fatalf("cursor behind the log: %v", err)
+	}
+	got := tailAll(t, ctx, mem)
+	if len(got) == 0 || got[0].Sequence != first || got[len(got)-1].Sequence != 11 {
+		t.Fatalf("fresh replica on a truncated log: %d records", len(got))
+	}
+}
