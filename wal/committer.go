@@ -144,6 +144,7 @@ func (c *committer) commit(ctx context.Context, batch []*segment) error {
 		case transient(err) || ctx.Err() != nil:
 			why, unknown = reasonUnknown, true
 		default:
+			c.setUncertain(batch, unknown) // an earlier attempt may have landed
 			return fmt.Errorf("wal: commit: %w", err)
 		}
 		c.countRetry(why)

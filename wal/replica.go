@@ -157,6 +157,9 @@ func (r *Replica) refresh(ctx context.Context) error {
 	key := r.cfg.ManifestPath
 	if r.man != nil {
 		info, err := statObject(ctx, r.store, key, r.cfg.RequestTimeout)
+		if errors.Is(err, casstore.ErrNotFound) && r.version == "" {
+			return nil // still no log: nothing new, and nothing wrong
+		}
 		if err != nil {
 			return err
 		}

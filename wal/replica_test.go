@@ -530,3 +530,26 @@ func TestStartAtAndTruncatedLog(t *testing.T) {
 		t.Fatalf("fresh replica on a truncated log: %d records", len(got))
 	}
 }
+
+// TestReplicaBeforeProducer: a replica may start before the log exists.
+func TestReplicaBeforeProducer(t *testing.T) {
+	ctx := testCtx(t, 20*time.Second)
+	mem := casstore.NewMemory()
+	c := &collector{}
+	rep := wal.NewReplica(mem, c, wal.ReplicaConfig{Logger: quiet()})
+	for range 2 {
+		if n, err := rep.Poll(ctx); n != 0 || err != nil {
+			t.Fatalf("poll of a missing log: %d %v", n, err)
+		}
+	}
+	p, err := wal.NewProducer(ctx, mem, fastConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := p.Append(ctx, [][]byte{rec(0)}, nil)
+	d.Wait(ctx)
+	p.Close(ctx)
+	if n, err := rep.Poll(ctx); n != 1 || err != nil {
+		t.Fatalf("poll after the first commit: %d %v", n, err)
+	}
+}
