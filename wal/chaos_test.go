@@ -13,6 +13,8 @@ import (
 	"github.com/objwal/objwal/wal"
 )
 
+const chaosRequestTimeout = 50 * time.Millisecond
+
 // chaosRules injects every kind of write and read trouble at moderate rates:
 // lost replies (the write lands, the caller gets an error), clean 5xx, and
 // S3's 409 on the manifest, plus latency so that operations overlap.
@@ -24,6 +26,9 @@ func chaosRules(r *rand.Rand, harsh float64) []faultstore.Rule {
 		{Ops: faultstore.OpsOf(faultstore.OpPut), Key: "wal/manifest", FailRate: f(0.1), FailErr: casstore.ErrConflict},
 		{Ops: faultstore.OpsOf(faultstore.OpPut), Key: "wal/seg/*/*", LostReplyRate: f(0.15), FailRate: f(0.1)},
 		{Ops: faultstore.Reads, FailRate: f(0.1), CorruptRate: f(0.02)},
+		// Replies slower than the request timeout: the write lands, the
+		// caller times out.
+		{Ops: faultstore.Writes, SlowReplyRate: f(0.05), SlowReply: 2 * chaosRequestTimeout},
 	}
 }
 
@@ -51,6 +56,7 @@ func runFaultSchedule(t *testing.T, seed uint64) {
 	h := newHistory()
 	cfg := fastConfig()
 	cfg.RetryWindow = time.Duration(5+r.IntN(200)) * time.Millisecond
+	cfg.RequestTimeout = chaosRequestTimeout
 	cfg.SegmentMaxBytes = 64 + r.IntN(256) // several segments per flush
 	cfg.UploadConcurrency = 1 + r.IntN(4)
 	var p *wal.Producer
@@ -110,6 +116,7 @@ func TestFencingZombies(t *testing.T) {
 	h := newHistory()
 	cfg := fastConfig()
 	cfg.SegmentMaxBytes = 128
+	cfg.RequestTimeout = chaosRequestTimeout
 	var wg sync.WaitGroup
 	var producers []*wal.Producer
 	var mu sync.Mutex

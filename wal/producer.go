@@ -1,13 +1,3 @@
-// Package wal is objwal's replication log over a casstore.Store: one
-// epoch-fenced Producer appends records, many read-only Replicas tail them.
-//
-// A record travels Append → pending buffer → sealed segment (flusher) →
-// parallel PUTs (uploaders) → manifest CAS (committer) → Durability.Wait.
-// The three stages run concurrently: while the committer's CAS for one
-// flush is in flight, the next flush is already uploading, and the
-// committer then takes every segment that is ready, in ordinal order, into
-// one CAS. The manifest round trip, not the upload, bounds the commit rate,
-// and bytes per commit grow with load.
 package wal
 
 import (
