@@ -203,3 +203,38 @@ func BenchmarkReplicaCatchup(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReplicaGroupsPerSegment: one segment whose every record is its
+// own Append group with its own meta. Metadata is walked alongside the
+// records, so the cost per record stays flat as groups per segment grow
+// (the seed's lookup per record made it quadratic).
+func BenchmarkReplicaGroupsPerSegment(b *testing.B) {
+	for _, groups := range []int{1 << 10, 1 << 14} {
+		b.Run(fmt.Sprintf("groups=%d", groups), func(b *testing.B) {
+			ctx := context.Background()
+			mem := casstore.NewMemory()
+			cfg := benchProducerConfig()
+			cfg.FlushInterval, cfg.FlushBytes, cfg.SegmentMaxBytes = time.Hour, 64<<20, 64<<20
+			p, err := wal.NewProducer(ctx, mem, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range groups {
+				if _, err := p.Append(ctx, [][]byte{[]byte("r")}, fmt.Appendf(nil, "g%d", i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := p.Close(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				r := wal.NewReplica(mem, wal.ApplyFunc(func(context.Context, wal.Record) error { return nil }), wal.ReplicaConfig{Logger: quiet()})
+				if n, err := r.Poll(ctx); err != nil || n != groups {
+					b.Fatalf("applied %d: %v", n, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*groups), "ns/record")
+		})
+	}
+}

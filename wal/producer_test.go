@@ -250,3 +250,31 @@ func TestSegmentKeysAndManifestFormat(t *testing.T) {
 }
 
 var _ = context.Background
+
+// TestCommitIsOneCAS: in the healthy path a commit is exactly one manifest
+// PUT with IfMatch; the producer never re-reads the manifest it wrote.
+func TestCommitIsOneCAS(t *testing.T) {
+	ctx := testCtx(t, 20*time.Second)
+	fs := faultstore.New(casstore.NewMemory(), faultstore.Config{})
+	p, err := wal.NewProducer(ctx, fs, fastConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	afterClaim := fs.Stats()
+	for i := range 10 {
+		d, _ := p.Append(ctx, [][]byte{rec(i)}, nil)
+		if _, err := d.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close(ctx)
+	d := fs.Stats().Sub(afterClaim)
+	st := p.Stats()
+	if st.Commits != 10 || st.Segments != 10 {
+		t.Fatalf("%d commits of %d segments", st.Commits, st.Segments)
+	}
+	// 10 segment PUTs + 10 manifest CASes, and no reads at all.
+	if d[faultstore.OpPut].Requests != 20 || d[faultstore.OpGet].Requests+d[faultstore.OpStat].Requests+d[faultstore.OpGetRange].Requests != 0 {
+		t.Fatalf("10 commits cost %d puts and %d gets", d[faultstore.OpPut].Requests, d[faultstore.OpGet].Requests)
+	}
+}
