@@ -210,3 +210,17 @@ func TestSetRulesStopsFaults(t *testing.T) {
 		t.Fatalf("after SetRules(nil): %v", err)
 	}
 }
+
+func TestSlowReplyLandsThenTimesOut(t *testing.T) {
+	s := faultstore.New(casstore.NewMemory(), faultstore.Config{
+		Rules: []faultstore.Rule{{Ops: faultstore.Writes, SlowReplyRate: 1, SlowReply: time.Hour}},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := s.Put(ctx, "k", []byte("v"), casstore.None()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := s.Inner().Stat(context.Background(), "k"); err != nil {
+		t.Fatalf("the slow write did not land: %v", err)
+	}
+}
