@@ -1,15 +1,20 @@
 package conformance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 
@@ -55,6 +60,24 @@ const (
 	outConflict
 	outUnknown // transport error: the put may or may not have happened
 )
+
+func (o linOutcome) String() string {
+	switch o {
+	case outOK:
+		return "ok"
+	case outNotFound:
+		return "not-found"
+	case outAlreadyExists:
+		return "already-exists"
+	case outPreconditionFailed:
+		return "precondition-failed"
+	case outConflict:
+		return "conflict"
+	case outUnknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
 
 type linOutput struct {
 	outcome linOutcome
@@ -147,12 +170,26 @@ var linModel = porcupine.NondeterministicModel{
 		}
 		return nil
 	},
+	DescribeState: func(state any) string {
+		s := state.(linState)
+		if !s.exists {
+			return "absent"
+		}
+		return fmt.Sprintf("%q @ %q", s.value, s.version)
+	},
 	DescribeOperation: func(input, output any) string {
 		in, out := input.(linInput), output.(linOutput)
 		if in.kind == linGet {
-			return fmt.Sprintf("get(%s) -> %d %q %q", in.key, out.outcome, out.value, out.version)
+			return fmt.Sprintf("get(%s) -> %v %q %q", in.key, out.outcome, out.value, out.version)
 		}
-		return fmt.Sprintf("put(%s, %q, cond %d %q) -> %d %q", in.key, in.value, in.cond, in.ifMatch, out.outcome, out.version)
+		cond := "unconditional"
+		switch in.cond {
+		case casstore.CondIfAbsent:
+			cond = "if-absent"
+		case casstore.CondIfMatch:
+			cond = fmt.Sprintf("if-match %q", in.ifMatch)
+		}
+		return fmt.Sprintf("put(%s, %q, %s) -> %v %q", in.key, in.value, cond, out.outcome, out.version)
 	},
 }
 
@@ -257,7 +294,8 @@ func testLinearizability(t *testing.T, e *env) {
 	case porcupine.Ok:
 		t.Logf("history of %d operations on %d keys by %d clients is linearizable", len(history), len(keys), e.cfg.linClients)
 	case porcupine.Illegal:
-		t.Errorf("history of %d operations is NOT linearizable:\n%s", len(history), dumpHistory(history))
+		t.Errorf("history of %d operations is NOT linearizable; the keys that cannot be explained, in call order:\n%s%s",
+			len(history), dumpIllegal(history), visualize(t, history, e.cfg.linTimeout))
 	default:
 		t.Errorf("linearizability check of %d operations gave %q within %v; shrink it with WithLinearizability", len(history), res, e.cfg.linTimeout)
 	}
@@ -278,6 +316,41 @@ func classify(err error) linOutcome {
 		return outConflict
 	}
 	return outUnknown
+}
+
+// dumpIllegal renders the history of each key whose own history is not
+// linearizable (the model partitions by key), sorted by call time, so that a
+// failure shows the few operations that matter rather than all of them.
+func dumpIllegal(h []porcupine.Operation) string {
+	var b strings.Builder
+	for _, part := range linModel.Partition(h) {
+		if porcupine.CheckOperations(linModel.ToModel(), part) {
+			continue
+		}
+		part = slices.Clone(part)
+		slices.SortStableFunc(part, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+		fmt.Fprintf(&b, " key %s (%d operations):\n%s", part[0].Input.(linInput).key, len(part), dumpHistory(part))
+	}
+	return b.String()
+}
+
+// visualize writes porcupine's HTML rendering of an illegal history (the
+// longest partial linearizations and where each stops) to a file in the
+// temporary directory and returns a line naming it for the failure message.
+func visualize(t *testing.T, h []porcupine.Operation, timeout time.Duration) string {
+	model := linModel.ToModel()
+	_, info := porcupine.CheckOperationsVerbose(model, h, timeout)
+	f, err := os.CreateTemp("", "objwal-linearizability-*.html")
+	if err != nil {
+		return fmt.Sprintf("(no visualization: %v)", err)
+	}
+	path := f.Name()
+	_ = f.Close()
+	if err := porcupine.VisualizePath(model, info, path); err != nil {
+		return fmt.Sprintf("(no visualization: %v)", err)
+	}
+	t.Logf("linearizability visualization of %s: %s", t.Name(), path)
+	return "visualization: " + path
 }
 
 func dumpHistory(h []porcupine.Operation) string {
