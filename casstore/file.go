@@ -733,7 +733,7 @@ func (f *File) walk(ctx context.Context, dir, base, filter, prefix string, yield
 
 // Capabilities implements Store: the file store honours every condition.
 func (f *File) Capabilities() Capabilities {
-	return Capabilities{IfAbsent: true, IfMatch: true, DeleteIfMatch: true, DistinctVersions: true}
+	return Capabilities{IfAbsent: true, IfMatch: true, DeleteIfMatch: true, DistinctVersions: true, NestedKeys: true}
 }
 
 // Close implements Store: it releases the lock files. Later calls fail with

@@ -210,7 +210,7 @@ func (m *Memory) List(ctx context.Context, prefix string) iter.Seq2[ObjectInfo, 
 
 // Capabilities implements Store: the memory store honours everything.
 func (m *Memory) Capabilities() Capabilities {
-	return Capabilities{IfAbsent: true, IfMatch: true, DeleteIfMatch: true, DistinctVersions: true}
+	return Capabilities{IfAbsent: true, IfMatch: true, DeleteIfMatch: true, DistinctVersions: true, NestedKeys: true}
 }
 
 // Close implements Store. Later calls on this handle fail with ErrClosed;

@@ -102,6 +102,14 @@ type Capabilities struct {
 	// ETags are MD5s), so IfMatch cannot tell two writes of identical bytes
 	// apart; callers that rely on versions must make every write differ.
 	DistinctVersions bool
+	// NestedKeys: a key may coexist with keys below it, that is with keys
+	// that start with key+"/" ("a" and "a/b"), as on S3, GCS and Azure.
+	// False on stores that keep each key as a file (versitygw's posix
+	// backend, MinIO on a file system, gocloud.dev's fileblob): there a Put
+	// that would make a key and a "directory" of the same name fails with
+	// an error, and the callers that want portability never write such
+	// pairs.
+	NestedKeys bool
 	// Gaps explains, for people and test output, why a capability is false
 	// (for example "fake-gcs-server ignores ifGenerationMatch on delete").
 	Gaps []string

@@ -454,7 +454,7 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[casstore.Obje
 // Capabilities implements casstore.Store: Azure honours every condition and
 // gives every write a new ETag.
 func (s *Store) Capabilities() casstore.Capabilities {
-	return casstore.Capabilities{IfAbsent: true, IfMatch: true, DeleteIfMatch: true, DistinctVersions: true}
+	return casstore.Capabilities{IfAbsent: true, IfMatch: true, DeleteIfMatch: true, DistinctVersions: true, NestedKeys: true}
 }
 
 // Close implements casstore.Store. The SDK client holds nothing to release;

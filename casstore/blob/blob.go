@@ -16,8 +16,12 @@
 //
 // The Version is what the native adapter of the same cloud uses: the ETag on
 // S3 and Azure, the generation on GCS (read through As), so IfMatch compares
-// what the cloud compares. On other drivers it is the driver's ETag, which
-// for fileblob and memblob is made of the modification time and size.
+// what the cloud compares, and Get takes it from the same response as the
+// bytes. On other drivers it is the driver's ETag, which for fileblob and
+// memblob is made of the modification time and size and comes from a call of
+// its own (Attributes): Get and Put pair it with the bytes by that
+// modification time and size, so that a concurrent write cannot make them
+// report another write's version.
 //
 // Conditional writes are sent once, never retried blindly (a retried
 // conditional write whose first attempt landed would report a success as
@@ -41,8 +45,12 @@
 //	blob+file:///var/lib/objwal
 //	blob+mem://
 //
-// Every query parameter is the driver's own and is checked by the driver
-// (unknown ones are refused). For s3, gs and azblob the URL path becomes a
+// Every query parameter but one is the driver's own and is checked by the
+// driver (unknown ones are refused). The exception is objwal's
+// nested_keys=false, taken out before the driver sees the URL: it declares
+// that the server behind the bucket stores keys as files, so that a key and
+// keys below it ("a" and "a/b") cannot coexist (versitygw's posix backend,
+// MinIO on a file system), as WithoutNestedKeys does. For s3, gs and azblob the URL path becomes a
 // key prefix (as in the native adapters); for file it is the directory; mem
 // opens a new, empty bucket each time. The Store opened from a URL owns the
 // bucket and closes it in Close; Lift leaves a caller's bucket open.
@@ -57,6 +65,7 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -108,7 +117,12 @@ const (
 	kindS3
 	kindGCS
 	kindAzure
+	kindFile // fileblob: recognised for its nested-keys gap only
 )
+
+// conditional reports whether the driver can replace and delete
+// conditionally (through As, see the package documentation).
+func (k kind) conditional() bool { return k == kindS3 || k == kindGCS || k == kindAzure }
 
 func (k kind) String() string {
 	switch k {
@@ -118,6 +132,8 @@ func (k kind) String() string {
 		return "gcsblob"
 	case kindAzure:
 		return "azureblob"
+	case kindFile:
+		return "fileblob"
 	}
 	return "this driver"
 }
@@ -130,6 +146,7 @@ type Store struct {
 	s3     *awss3.Client // kindS3: the bucket's own client
 	owns   bool
 	page   int
+	flat   string // WithoutNestedKeys: the reason; "" if keys may nest
 	closed atomic.Bool
 }
 
@@ -146,6 +163,21 @@ func WithPageSize(n int) Option {
 	}
 }
 
+// WithoutNestedKeys declares that the storage behind the bucket cannot hold
+// a key together with keys below it ("a" and "a/b"), as S3-compatible
+// servers that keep each key as a file cannot (versitygw's posix backend,
+// MinIO on a file system): Capabilities then reports NestedKeys=false with
+// reason as its gap. It changes no request. fileblob buckets are recognised
+// and declare the gap without this option.
+func WithoutNestedKeys(reason string) Option {
+	return func(s *Store) {
+		if reason == "" {
+			reason = "the storage keeps keys as files: a key and keys below it (a and a/b) cannot coexist"
+		}
+		s.flat = reason
+	}
+}
+
 // Lift returns a Store on b. The driver under b is recognised through As
 // (s3blob, gcsblob, azureblob); any other driver gets create-only writes
 // only. The caller keeps ownership of b: Close does not close it.
@@ -157,6 +189,7 @@ func Lift(b *gcblob.Bucket, opts ...Option) (*Store, error) {
 	var s3c *awss3.Client
 	var gc *gcstorage.Client
 	var ac *container.Client
+	var fi os.FileInfo
 	switch {
 	case b.As(&s3c):
 		s.kind, s.s3 = kindS3, s3c
@@ -164,6 +197,8 @@ func Lift(b *gcblob.Bucket, opts ...Option) (*Store, error) {
 		s.kind = kindGCS
 	case b.As(&ac):
 		s.kind = kindAzure
+	case b.As(&fi):
+		s.kind = kindFile
 	}
 	for _, o := range opts {
 		o(s)
@@ -175,6 +210,19 @@ func Lift(b *gcblob.Bucket, opts ...Option) (*Store, error) {
 func openURL(ctx context.Context, u *url.URL) (casstore.Store, error) {
 	inner := *u
 	inner.Scheme = strings.TrimPrefix(u.Scheme, SchemePrefix)
+	var opts []Option
+	q := inner.Query()
+	if v, ok := q["nested_keys"]; ok {
+		nested, err := strconv.ParseBool(v[len(v)-1])
+		if err != nil || len(v) > 1 {
+			return nil, fmt.Errorf("%w: nested_keys=%q is not a single boolean", casstore.ErrInvalidURL, strings.Join(v, ","))
+		}
+		if !nested {
+			opts = append(opts, WithoutNestedKeys("nested_keys=false: the server stores keys as files, so a key and keys below it (a and a/b) cannot coexist"))
+		}
+		q.Del("nested_keys")
+		inner.RawQuery = q.Encode()
+	}
 	prefix := ""
 	switch inner.Scheme {
 	case "s3", "gs", "azblob":
@@ -190,7 +238,7 @@ func openURL(ctx context.Context, u *url.URL) (casstore.Store, error) {
 		// (unknown or malformed parameter), never a secret.
 		return nil, fmt.Errorf("%w: %v", casstore.ErrInvalidURL, err)
 	}
-	s, err := Lift(b)
+	s, err := Lift(b, opts...)
 	if err != nil {
 		_ = b.Close()
 		return nil, err
@@ -213,10 +261,14 @@ func (s *Store) check(ctx context.Context, op, key string) error {
 }
 
 // Get implements casstore.Store. The version comes from the same response
-// as the bytes on s3blob, gcsblob and azureblob.
+// as the bytes on s3blob, gcsblob and azureblob; on other drivers see
+// getPaired.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, casstore.ObjectInfo, error) {
 	if err := s.check(ctx, "get", key); err != nil {
 		return nil, casstore.ObjectInfo{}, err
+	}
+	if !s.kind.conditional() {
+		return s.getPaired(ctx, key)
 	}
 	r, err := s.b.NewReader(ctx, key, nil)
 	if err != nil {
@@ -244,14 +296,43 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, casstore.ObjectInf
 		if r.As(&resp) && resp.ETag != nil {
 			info.Version = trimETag(string(*resp.ETag))
 		}
-	default:
+	}
+	return data, info, nil
+}
+
+// pairedReads bounds getPaired's attempts.
+const pairedReads = 5
+
+// getPaired reads an object on a driver whose reader reports no version
+// (fileblob, memblob, others): the version is the ETag from Attributes, a
+// call of its own. Reading the attributes after the bytes paired one
+// version's ETag with another version's bytes whenever a write landed in
+// between (seen as a non-linearizable history on memblob). So the
+// attributes are read first and taken only if the reader then serves the
+// same modification time and size, the two things those drivers' ETags are
+// made of; otherwise a write landed in between and the pair is read again.
+// An object that keeps changing fails the read after pairedReads attempts.
+func (s *Store) getPaired(ctx context.Context, key string) ([]byte, casstore.ObjectInfo, error) {
+	for range pairedReads {
 		a, err := s.b.Attributes(ctx, key)
 		if err != nil {
 			return nil, casstore.ObjectInfo{}, mapErr("get", key, casstore.None(), err)
 		}
-		info.Version = trimETag(a.ETag)
+		r, err := s.b.NewReader(ctx, key, nil)
+		if err != nil {
+			return nil, casstore.ObjectInfo{}, mapErr("get", key, casstore.None(), err)
+		}
+		data, err := io.ReadAll(r)
+		_ = r.Close()
+		if err != nil {
+			return nil, casstore.ObjectInfo{}, mapErr("get", key, casstore.None(), err)
+		}
+		if r.ModTime().Equal(a.ModTime) && r.Size() == a.Size && int64(len(data)) == a.Size {
+			return data, casstore.ObjectInfo{Key: key, Size: a.Size, ModTime: a.ModTime, Version: trimETag(a.ETag)}, nil
+		}
 	}
-	return data, info, nil
+	return nil, casstore.ObjectInfo{}, casstore.Wrap("get", key,
+		fmt.Errorf("casstore/blob: %s: the object changed between its attributes and its bytes %d times in a row", s.kind, pairedReads))
 }
 
 // GetRange implements casstore.Store.
@@ -318,7 +399,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, cond casstore.
 	case casstore.CondIfAbsent:
 		opts.IfNotExist = true
 	case casstore.CondIfMatch:
-		if s.kind == kindOther {
+		if !s.kind.conditional() {
 			return "", casstore.Wrap("put", key, fmt.Errorf("%w: %s cannot replace conditionally", casstore.ErrUnsupported, s.kind))
 		}
 		if cond.Version() == "" {
@@ -412,13 +493,21 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, cond casstore.
 			got = trimETag(azResp.Header.Get("ETag"))
 		}
 	default:
-		// These drivers cannot replace conditionally, so the version is
-		// informational: read it back.
-		a, err := s.b.Attributes(ctx, key)
-		if err != nil {
-			return "", mapErr("put", key, casstore.None(), err)
+		// These drivers report no version for a write: read it back with
+		// the bytes (getPaired) and take it only if the bytes are still
+		// ours. Taking whatever Attributes said handed out the version of
+		// a write that had replaced ours in the meantime (seen as a
+		// non-linearizable history on memblob). When ours is already
+		// replaced its version is lost: the write happened, the caller
+		// hears an error that is no sentinel (an unknown outcome).
+		back, info, err := s.getPaired(ctx, key)
+		switch {
+		case err != nil:
+			return "", casstore.Wrap("put", key, fmt.Errorf("casstore/blob: %s: written, but reading back its version failed: %v", s.kind, err))
+		case !bytes.Equal(back, data):
+			return "", casstore.Wrap("put", key, fmt.Errorf("casstore/blob: %s: written, but replaced by another write before its version could be read", s.kind))
 		}
-		got = trimETag(a.ETag)
+		got = info.Version
 	}
 	if got == "" {
 		return "", casstore.Wrap("put", key, fmt.Errorf("casstore/blob: %s did not report the new version", s.kind))
@@ -438,7 +527,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond casstore.Condition)
 	case casstore.CondIfAbsent:
 		return casstore.Wrap("delete", key, casstore.ErrUnsupported)
 	case casstore.CondIfMatch:
-		if s.kind == kindOther {
+		if !s.kind.conditional() {
 			return casstore.Wrap("delete", key, fmt.Errorf("%w: %s cannot delete conditionally", casstore.ErrUnsupported, s.kind))
 		}
 		if cond.Version() == "" {
@@ -541,22 +630,32 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[casstore.Obje
 	}
 }
 
-// Capabilities implements casstore.Store.
+// Capabilities implements casstore.Store. s3blob, gcsblob and azureblob
+// honour every condition (S3 ETags are content hashes, so not distinct);
+// other drivers only create-only writes. Keys may nest everywhere but on
+// fileblob and under WithoutNestedKeys.
 func (s *Store) Capabilities() casstore.Capabilities {
+	var c casstore.Capabilities
 	switch s.kind {
 	case kindS3:
-		return casstore.Capabilities{IfAbsent: true, IfMatch: true, DeleteIfMatch: true,
+		c = casstore.Capabilities{IfAbsent: true, IfMatch: true, DeleteIfMatch: true,
 			Gaps: []string{"S3 ETags are content MD5s: rewriting identical bytes keeps the same version"}}
-	case kindGCS:
-		c := casstore.Capabilities{IfAbsent: true, IfMatch: true, DeleteIfMatch: true, DistinctVersions: true}
-		return c
-	case kindAzure:
-		return casstore.Capabilities{IfAbsent: true, IfMatch: true, DeleteIfMatch: true, DistinctVersions: true}
+	case kindGCS, kindAzure:
+		c = casstore.Capabilities{IfAbsent: true, IfMatch: true, DeleteIfMatch: true, DistinctVersions: true}
+	default:
+		c = casstore.Capabilities{IfAbsent: true, Gaps: []string{
+			"this gocloud.dev/blob driver has no conditional replace or delete (only s3blob, gcsblob and azureblob do)",
+			"this driver's ETag is made of modification time and size: two writes may share it",
+		}}
 	}
-	return casstore.Capabilities{IfAbsent: true, Gaps: []string{
-		"this gocloud.dev/blob driver has no conditional replace or delete (only s3blob, gcsblob and azureblob do)",
-		"this driver's ETag is made of modification time and size: two writes may share it",
-	}}
+	c.NestedKeys = s.kind != kindFile && s.flat == ""
+	switch {
+	case s.flat != "":
+		c.Gaps = append(c.Gaps, s.flat)
+	case s.kind == kindFile:
+		c.Gaps = append(c.Gaps, "fileblob stores each key as a file: a key and keys below it (a and a/b) cannot coexist")
+	}
+	return c
 }
 
 // Close implements casstore.Store. It closes the bucket when the store was

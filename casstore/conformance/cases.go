@@ -119,8 +119,17 @@ func testBackslashKey(t *testing.T, e *env) {
 	}
 }
 
+// testKeyAndDirectory: S3, GCS and Azure let "a" and "a/b" coexist, and so
+// must every store that declares NestedKeys. It is the only case that writes
+// a key and keys below it; a store that declares the gap must refuse such a
+// write with an error and keep what it holds (no silent loss), and the case
+// then skips with the declared reason.
 func testKeyAndDirectory(t *testing.T, e *env) {
-	// S3, GCS and Azure let "a" and "a/b" coexist; so must every store.
+	if !e.caps.NestedKeys {
+		e.checkNestedRefused(t, "flat/a", "flat/a/b") // the key first, then one below it
+		e.checkNestedRefused(t, "flat/d/e", "flat/d") // a key below first, then the key
+		t.Skipf("store declares NestedKeys unsupported: %s", e.gaps())
+	}
 	keys := []string{e.k("a"), e.k("a/b"), e.k("a/b/c"), e.k("a-"), e.k("a0")}
 	for _, k := range keys {
 		e.put(t, k, []byte(k), casstore.None())
@@ -152,6 +161,26 @@ func testKeyAndDirectory(t *testing.T, e *env) {
 		t.Errorf("after deleting a/b/c, a = %q", b)
 	}
 	e.wantAbsent(t, e.k("a/b"))
+}
+
+// checkNestedRefused writes first and then second, one of which is a key
+// below the other, on a store without NestedKeys. The second write may fail
+// with any error; if it succeeds, the store must hold both objects after all
+// (then it should declare NestedKeys). Either way, first must be unharmed.
+func (e *env) checkNestedRefused(t *testing.T, first, second string) {
+	t.Helper()
+	ctx := t.Context()
+	first, second = e.k(first), e.k(second)
+	v := e.put(t, first, []byte(first), casstore.None())
+	v2, err := e.s.Put(ctx, second, []byte(second), casstore.None())
+	if err == nil {
+		t.Logf("Put(%q) after Put(%q) succeeded although the store declares no NestedKeys; checking both survived", second, first)
+		e.wantObject(t, second, []byte(second), v2)
+	} else {
+		t.Logf("Put(%q) after Put(%q) refused: %v", second, first, err)
+		e.wantAbsent(t, second)
+	}
+	e.wantObject(t, first, []byte(first), v)
 }
 
 func testOverwrite(t *testing.T, e *env) {
@@ -302,10 +331,15 @@ func (e *env) putMany(t *testing.T, keys []string, data func(i int) []byte) {
 	}
 }
 
+// testList checks prefixes and byte-wise order. No key in it is also a
+// "directory" of other keys (that is KeyAndDirectoryCoexist's business), so
+// it runs on stores without NestedKeys too; the order around '/' is still
+// tested by siblings that sort just before it ('-' 0x2d, '.' 0x2e) and just
+// after it ('0' 0x30), and by a key that equals a listed prefix ("l/ab").
 func testList(t *testing.T, e *env) {
 	ctx := t.Context()
-	inside := []string{"l/b", "l/a", "l/a/x", "l/a-", "l/c/d/e", "l/ab", "l/B", "l/é", "l/~"}
-	outside := []string{"l", "la", "k/l/a", "m/l/a"}
+	inside := []string{"l/b", "l/a-", "l/a.b", "l/a/x", "l/a0", "l/c/d/e", "l/ab", "l/abc", "l/B", "l/é", "l/~"}
+	outside := []string{"l-", "l.", "l0", "la", "k/l/a", "m/l/a"}
 	all := append(slices.Clone(inside), outside...)
 	var keys []string
 	for _, n := range all {
@@ -347,8 +381,9 @@ func testList(t *testing.T, e *env) {
 	}
 	slices.Sort(want)
 	check(e.k("l/"), want)
-	check(e.k("l/a"), []string{e.k("l/a"), e.k("l/a-"), e.k("l/a/x"), e.k("l/ab")})
+	check(e.k("l/a"), []string{e.k("l/a-"), e.k("l/a.b"), e.k("l/a/x"), e.k("l/a0"), e.k("l/ab"), e.k("l/abc")})
 	check(e.k("l/a/"), []string{e.k("l/a/x")})
+	check(e.k("l/ab"), []string{e.k("l/ab"), e.k("l/abc")})
 	check(e.k("l/c/d/e"), []string{e.k("l/c/d/e")})
 	check(e.k("l/nothing"), nil)
 	check(e.k("zzz/"), nil)
@@ -383,8 +418,13 @@ func testListPagination(t *testing.T, e *env) {
 	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	sizeOf := func(k string) int { return len(k) % 7 }
 	e.putMany(t, shuffled, func(i int) []byte { return make([]byte, sizeOf(shuffled[i])) })
+	// Siblings outside the prefix on both sides of "page/" in byte order:
+	// "page." sorts just before it and "page0" just after it. (A key equal
+	// to "page" would be a key and a directory at once; that is
+	// KeyAndDirectoryCoexist's business.)
+	e.put(t, e.k("page."), []byte("sibling just before the prefix"), casstore.None())
+	e.put(t, e.k("page0"), []byte("sibling just after the prefix"), casstore.None())
 	e.put(t, e.k("pagf"), []byte("sibling outside the prefix"), casstore.None())
-	e.put(t, e.k("page"), []byte("key equal to the prefix minus its slash"), casstore.None())
 
 	var got []string
 	for info, err := range e.s.List(t.Context(), e.k("page/")) {
@@ -416,7 +456,7 @@ func testListPagination(t *testing.T, e *env) {
 
 func testListWithoutPrefix(t *testing.T, e *env) {
 	ctx := t.Context()
-	names := []string{"z", "a/b", "a", "m/n/o"}
+	names := []string{"z", "a/b", "a.", "a0", "m/n/o"} // no key is also a directory
 	var want []string
 	for _, n := range names {
 		k := e.k(n)

@@ -25,7 +25,15 @@
 // porcupine. Where a store declares a capability as missing
 // (casstore.Capabilities), the cases that need it check that the store
 // refuses with ErrUnsupported and then skip with the declared reason, so a
-// gap shows in `go test -v` output instead of passing silently.
+// gap shows in `go test -v` output instead of passing silently. Only
+// KeyAndDirectoryCoexist writes a key and keys below it ("a" and "a/b"); on a
+// store without NestedKeys it checks that such a write fails with an error
+// and loses nothing, then skips. Every other case, the listings included,
+// runs on such stores too.
+//
+// A history that is not linearizable is reported key by key in call order,
+// and porcupine's HTML visualization of it is written to the temporary
+// directory (the failure names the file).
 //
 // Options shrink the heavy cases for slow backends; the defaults are the
 // numbers the project's issue asks for.

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"math"
 	"os"
@@ -103,7 +104,36 @@ func (b *broken) Put(ctx context.Context, key string, data []byte, cond casstore
 	if b.mode == "ignore-ifmatch" && cond.Kind() == casstore.CondIfMatch {
 		cond = casstore.None()
 	}
+	if b.mode == "flat" || b.mode == "flat-lossy" {
+		if nested := b.nested(ctx, key); len(nested) > 0 {
+			if b.mode == "flat" {
+				return "", fmt.Errorf("flat test store: %q cannot coexist with %q", key, nested[0])
+			}
+			for _, k := range nested { // a file system that replaces silently
+				_ = b.Store.Delete(ctx, k, casstore.None())
+			}
+		}
+	}
 	return b.Store.Put(ctx, key, data, cond)
+}
+
+// nested returns the stored keys that key would nest with: those it lies
+// below and those below it.
+func (b *broken) nested(ctx context.Context, key string) []string {
+	var out []string
+	for i := range len(key) {
+		if key[i] == '/' {
+			if _, err := b.Store.Stat(ctx, key[:i]); err == nil {
+				out = append(out, key[:i])
+			}
+		}
+	}
+	for info, err := range b.Store.List(ctx, key+"/") {
+		if err == nil {
+			out = append(out, info.Key)
+		}
+	}
+	return out
 }
 
 func (b *broken) List(ctx context.Context, prefix string) iter.Seq2[casstore.ObjectInfo, error] {
@@ -137,9 +167,16 @@ func (b *broken) Delete(ctx context.Context, key string, cond casstore.Condition
 
 func (b *broken) Capabilities() casstore.Capabilities {
 	c := b.Store.Capabilities()
-	if b.mode == "blind-delete" {
+	switch b.mode {
+	case "blind-delete":
 		c.DeleteIfMatch = false
 		c.Gaps = []string{"pretends conditional delete is a known gap, but deletes blindly"}
+	case "flat":
+		c.NestedKeys = false
+		c.Gaps = []string{"flat test store: refuses a key and keys below it"}
+	case "flat-lossy":
+		c.NestedKeys = false
+		c.Gaps = []string{"pretends nested keys are a known gap, but loses the other object silently"}
 	}
 	return c
 }
@@ -164,6 +201,7 @@ func TestSuiteCatchesBrokenStores(t *testing.T) {
 		"ignore-ifmatch": {"IfMatch", "Race", "Linearizability"},
 		"reverse-list":   {"OddKeys", "List", "ListPagination", "ListWithoutPrefix", "KeyAndDirectoryCoexist"},
 		"blind-delete":   {"DeleteIfMatch"},
+		"flat-lossy":     {"KeyAndDirectoryCoexist"},
 	} {
 		t.Run(mode, func(t *testing.T) {
 			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBrokenStoreHelper$", "-test.v", "-test.count=1")
@@ -181,5 +219,40 @@ func TestSuiteCatchesBrokenStores(t *testing.T) {
 				t.Logf("output:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestSuiteOnFlatStore runs the suite on a store that declares NestedKeys
+// false and refuses a key and keys below it with an error: only
+// KeyAndDirectoryCoexist may skip (after checking the refusal), and every
+// listing case must pass, for none of them needs nested keys.
+func TestSuiteOnFlatStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the re-executed flat-store run")
+	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBrokenStoreHelper$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), "CONFORMANCE_BROKEN=flat")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the suite failed on an honest flat store: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"--- SKIP: TestBrokenStoreHelper/KeyAndDirectoryCoexist ",
+		"store declares NestedKeys unsupported: flat test store",
+		"cannot coexist with", // the refusals were made and logged
+		"--- PASS: TestBrokenStoreHelper/OddKeys ",
+		"--- PASS: TestBrokenStoreHelper/List ",
+		"--- PASS: TestBrokenStoreHelper/ListPagination ",
+		"--- PASS: TestBrokenStoreHelper/ListWithoutPrefix ",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if n := strings.Count(string(out), "--- SKIP:"); n != 2 {
+		t.Errorf("%d cases skipped, want 2 (KeyAndDirectoryCoexist, and UnsupportedConditions which has nothing to refuse)", n)
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", out)
 	}
 }

@@ -334,7 +334,7 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[casstore.Obje
 // gives every write a new generation; WithEmulatorGaps turns conditional
 // delete off.
 func (s *Store) Capabilities() casstore.Capabilities {
-	c := casstore.Capabilities{IfAbsent: true, IfMatch: true, DeleteIfMatch: s.delIf, DistinctVersions: true}
+	c := casstore.Capabilities{IfAbsent: true, IfMatch: true, DeleteIfMatch: s.delIf, DistinctVersions: true, NestedKeys: true}
 	if !s.delIf {
 		c.Gaps = []string{EmulatorDeleteGap}
 	}

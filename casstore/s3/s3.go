@@ -28,6 +28,13 @@
 // parameter conditional_delete=false) so that the gap is declared instead of
 // deletes happening blindly.
 //
+// S3 keeps a flat key space: "a" and "a/b" are two independent objects.
+// S3-compatible servers that store each key as a file (versitygw's posix
+// backend, MinIO on a file system) cannot hold both and refuse the second
+// write with an error (409). Construct the store WithoutNestedKeys (URL
+// parameter nested_keys=false) for those, so that Capabilities declares
+// NestedKeys=false with the reason.
+//
 // # URLs
 //
 // Importing this package registers the scheme "s3" with casstore.Open:
@@ -38,9 +45,9 @@
 // Query parameters use gocloud.dev/blob's names: region, endpoint,
 // use_path_style (or its legacy spelling s3ForcePathStyle), disable_https,
 // profile, anonymous, request_checksum_calculation and
-// response_checksum_validation (when_supported or when_required). The one
-// objwal addition is conditional_delete=false (see above). Unknown parameters
-// are refused. Credentials come from the SDK's default chain (environment,
+// response_checksum_validation (when_supported or when_required). The
+// objwal additions are conditional_delete=false and nested_keys=false (see
+// above). Unknown parameters are refused. Credentials come from the SDK's default chain (environment,
 // shared config and profiles, web identity, container and instance roles);
 // they are never logged nor put into errors.
 package s3
@@ -82,6 +89,8 @@ type Store struct {
 	pageSize int32
 	delIf    bool
 	delGap   string
+	flat     bool   // WithoutNestedKeys
+	flatGap  string // its reason
 	closed   atomic.Bool
 }
 
@@ -109,6 +118,22 @@ func WithoutConditionalDelete(reason string) Option {
 			reason = "the S3 server ignores If-Match on DeleteObject"
 		}
 		s.delGap = reason
+	}
+}
+
+// WithoutNestedKeys declares that the server cannot hold a key together with
+// keys below it ("a" and "a/b"), as versitygw's posix backend and MinIO on a
+// file system cannot: they keep each key as a file and refuse the second of
+// the two writes. Capabilities then reports NestedKeys=false with reason as
+// its gap. It changes no request: the server's refusal still comes back as
+// the error of that Put.
+func WithoutNestedKeys(reason string) Option {
+	return func(s *Store) {
+		s.flat = true
+		if reason == "" {
+			reason = "the S3 server stores keys as files: a key and keys below it (a and a/b) cannot coexist"
+		}
+		s.flatGap = reason
 	}
 }
 
@@ -170,6 +195,14 @@ func openURL(ctx context.Context, u *url.URL) (casstore.Store, error) {
 		}
 		condDelete = b
 	}
+	nestedKeys := true
+	if v := q.String("nested_keys"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("nested_keys=%q is not a boolean", v))
+		}
+		nestedKeys = b
+	}
 	if err := q.Err(); err != nil {
 		return nil, err
 	}
@@ -206,6 +239,9 @@ func openURL(ctx context.Context, u *url.URL) (casstore.Store, error) {
 	var opts []Option
 	if !condDelete {
 		opts = append(opts, WithoutConditionalDelete("conditional_delete=false: the server ignores If-Match on DeleteObject"))
+	}
+	if !nestedKeys {
+		opts = append(opts, WithoutNestedKeys("nested_keys=false: the server stores keys as files, so a key and keys below it (a and a/b) cannot coexist"))
 	}
 	s, err := New(client, u.Host, opts...)
 	if err != nil {
@@ -417,19 +453,23 @@ func (s *Store) List(ctx context.Context, prefix string) iter.Seq2[casstore.Obje
 }
 
 // Capabilities implements casstore.Store. S3 honours create-only and
-// replace-if-match; conditional delete unless WithoutConditionalDelete; its
-// ETags are content hashes, so versions are not distinct across identical
-// writes.
+// replace-if-match; conditional delete unless WithoutConditionalDelete;
+// nested keys unless WithoutNestedKeys; its ETags are content hashes, so
+// versions are not distinct across identical writes.
 func (s *Store) Capabilities() casstore.Capabilities {
 	c := casstore.Capabilities{
 		IfAbsent:         true,
 		IfMatch:          true,
 		DeleteIfMatch:    s.delIf,
 		DistinctVersions: false,
+		NestedKeys:       !s.flat,
 		Gaps:             []string{"S3 ETags are content MD5s: rewriting identical bytes keeps the same version"},
 	}
 	if !s.delIf {
 		c.Gaps = append(c.Gaps, s.delGap)
+	}
+	if s.flat {
+		c.Gaps = append(c.Gaps, s.flatGap)
 	}
 	return c
 }

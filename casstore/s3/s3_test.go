@@ -51,26 +51,6 @@ func emulatorClient(t testing.TB, rt http.RoundTripper) *awss3.Client {
 	return client
 }
 
-// posixGapCases are the conformance cases that write a key and another key
-// under it as a directory ("a" and "a/b"), which versitygw's posix backend
-// cannot hold.
-var posixGapCases = []string{"KeyAndDirectoryCoexist", "List", "ListPagination", "ListWithoutPrefix"}
-
-// SkipVersitygwPosixGap skips, with the reason, a conformance case that
-// versitygw's posix backend cannot pass: it stores each key as a file, so
-// "a" and "a/b" cannot coexist (409 ObjectParentIsFile or
-// ExistingObjectIsDirectory). Real S3 has no such limit; run the suite with
-// OBJWAL_TEST_S3_URL to cover these cases. It is called from newStore,
-// inside the case's own subtest.
-func SkipVersitygwPosixGap(t *testing.T) {
-	name := t.Name()
-	for _, c := range posixGapCases {
-		if strings.HasSuffix(name, "/"+c) {
-			t.Skipf("declared emulator gap: versitygw's posix backend stores keys as files, so a key and a key below it (a and a/b) cannot coexist (409 ObjectParentIsFile); real S3 can (run with OBJWAL_TEST_S3_URL)")
-		}
-	}
-}
-
 func newEmulatorStore(t testing.TB, rt http.RoundTripper, opts ...s3.Option) *s3.Store {
 	t.Helper()
 	s, err := s3.New(emulatorClient(t, rt), testBucket, opts...)
@@ -82,18 +62,78 @@ func newEmulatorStore(t testing.TB, rt http.RoundTripper, opts ...s3.Option) *s3
 }
 
 // TestConformanceEmulator runs the shared suite against versitygw, with
-// small listing pages so that pagination is exercised.
+// small listing pages so that pagination is exercised. versitygw's posix
+// backend cannot nest keys, which the store declares (WithoutNestedKeys),
+// and its GET can answer with one version's ETag and another's bytes, which
+// cloudtest.GuardTornGets re-reads (TestGetIsOneRequest pins that the
+// adapter itself takes both from one response).
 func TestConformanceEmulator(t *testing.T) {
 	client := emulatorClient(t, nil)
 	conformance.Run(t, func(t *testing.T) casstore.Store {
-		SkipVersitygwPosixGap(t)
-		s, err := s3.New(client, testBucket, s3.WithPageSize(7))
+		s, err := s3.New(client, testBucket, s3.WithPageSize(7), s3.WithoutNestedKeys(cloudtest.VersitygwNestedKeysGap))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = s.Close() })
-		return s
+		return cloudtest.GuardTornGets(t, s)
 	})
+}
+
+// TestGetIsOneRequest checks that Get takes the bytes and the Version from
+// one GetObject response, never from a HEAD and a GET that could see two
+// different versions.
+func TestGetIsOneRequest(t *testing.T) {
+	rec := &cloudtest.Recorder{}
+	s := newEmulatorStore(t, rec)
+	ctx := context.Background()
+	key := "one-request/" + strings.ReplaceAll(t.Name(), "/", "_")
+	v, err := s.Put(ctx, key, []byte("one request"), casstore.None())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Take()
+	_, info, err := s.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := rec.Take()
+	if len(ex) != 1 || ex[0].Method != http.MethodGet {
+		t.Fatalf("Get made the requests %+v; want exactly one GET", ex)
+	}
+	if got := casstore.Version(strings.Trim(ex[0].ETag, `"`)); info.Version != got || info.Version != v {
+		t.Fatalf("Get version %q; the GET answered ETag %q, the Put returned %q", info.Version, ex[0].ETag, v)
+	}
+	_ = s.Delete(ctx, key, casstore.None())
+}
+
+// TestWithoutNestedKeys checks the declared gap, by option and by URL.
+func TestWithoutNestedKeys(t *testing.T) {
+	s := newEmulatorStore(t, nil, s3.WithoutNestedKeys("test server"))
+	if c := s.Capabilities(); c.NestedKeys || !strings.Contains(strings.Join(c.Gaps, ";"), "test server") {
+		t.Fatalf("capabilities %+v: want NestedKeys=false with the reason", c)
+	}
+	if c := newEmulatorStore(t, nil).Capabilities(); !c.NestedKeys {
+		t.Fatalf("default capabilities %+v: want NestedKeys=true (real S3)", c)
+	}
+	for u, want := range map[string]bool{
+		"s3://bucket?region=us-east-1":                   true,
+		"s3://bucket?region=us-east-1&nested_keys=true":  true,
+		"s3://bucket?region=us-east-1&nested_keys=false": false,
+	} {
+		t.Setenv("AWS_ACCESS_KEY_ID", "x")
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "y")
+		t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+		t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+		st, err := casstore.Open(context.Background(), u)
+		if err != nil {
+			t.Fatalf("Open(%q): %v", u, err)
+		}
+		c := st.Capabilities()
+		st.Close()
+		if c.NestedKeys != want || (!want && !strings.Contains(strings.Join(c.Gaps, ";"), "nested_keys=false")) {
+			t.Errorf("Open(%q) capabilities %+v; want NestedKeys=%v with the reason when false", u, c, want)
+		}
+	}
 }
 
 // TestConformanceURL opens the store the way a user does, through
@@ -236,6 +276,7 @@ func TestOpenURLErrors(t *testing.T) {
 		{"s3:///prefix", "missing bucket"},
 		{"s3://bucket?regoin=eu-west-1", "unknown parameter(s) regoin"},
 		{"s3://bucket?use_path_style=maybe", "not a boolean"},
+		{"s3://bucket?nested_keys=maybe", "nested_keys"},
 		{"s3://bucket?request_checksum_calculation=sometimes", "request_checksum_calculation"},
 		{"s3://bucket?endpoint=not-a-url", "endpoint"},
 		{"s4://bucket", "unknown scheme"},
