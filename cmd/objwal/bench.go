@@ -43,7 +43,8 @@ Besides the measurements it prints the bounds they are measured against:
                           overlapped) carrying the same bytes per flush
   sequential catch-up     bytes per segment / segment GET: one GET at a time
 
-The objects go under a fresh objwal-bench/<run>/ prefix and are left there.
+The objects go under a fresh objwal-bench/<run>/ prefix and are left there;
+the output names the manifest key, for "objwal tail URL --manifest KEY".
 `
 
 // benchConfig is one benchmark run.
@@ -68,6 +69,7 @@ type benchConfig struct {
 // tool's interface.
 type benchResult struct {
 	URL              string  `json:"url"`
+	Manifest         string  `json:"manifest"` // key of the log in the store at URL
 	LatencyMs        float64 `json:"latency_ms"`
 	KeyWriteInterval float64 `json:"key_write_interval_ms"`
 	Appenders        int     `json:"appenders"`
@@ -206,16 +208,17 @@ func bench(ctx context.Context, c benchConfig, stderr io.Writer) (benchResult, e
 		return res, err
 	}
 	defer base.Close()
-	store := casstore.WithPrefix(base, "objwal-bench/"+runID())
+	prefix := "objwal-bench/" + runID() + "/"
+	res.Manifest = prefix + wal.DefaultManifestPath
+	segPrefix := prefix + wal.DefaultSegmentPrefix
 	var rules []faultstore.Rule
 	if c.latency > 0 || c.jitter > 0 {
 		rules = []faultstore.Rule{{Latency: c.latency, Jitter: c.jitter}}
 	}
 	fcfg := faultstore.Config{Seed: 1, Rules: rules, KeyWriteInterval: c.keyWriteInterval, KeyWriteDelay: !c.keyWriteFail}
-	const manifest = wal.DefaultManifestPath
-	timed := newTimedStore(faultstore.New(store, fcfg), manifest)
+	timed := newTimedStore(faultstore.New(base, fcfg), res.Manifest)
 
-	if err := benchWrite(ctx, c, timed, &res, stderr); err != nil {
+	if err := benchWrite(ctx, c, timed, segPrefix, &res, stderr); err != nil {
 		return res, err
 	}
 	if err := benchCatchUp(ctx, c, timed, &res, stderr); err != nil {
@@ -226,8 +229,11 @@ func bench(ctx context.Context, c benchConfig, stderr io.Writer) (benchResult, e
 }
 
 // benchWrite runs the producer until c.bytes of records are committed.
-func benchWrite(ctx context.Context, c benchConfig, store *timedStore, res *benchResult, stderr io.Writer) error {
-	p, err := wal.NewProducer(ctx, store, wal.ProducerConfig{FlushInterval: c.flushInterval, FlushBytes: c.flushBytes, Logger: quietLogger(stderr)})
+func benchWrite(ctx context.Context, c benchConfig, store *timedStore, segPrefix string, res *benchResult, stderr io.Writer) error {
+	p, err := wal.NewProducer(ctx, store, wal.ProducerConfig{
+		ManifestPath: res.Manifest, SegmentPrefix: segPrefix,
+		FlushInterval: c.flushInterval, FlushBytes: c.flushBytes, Logger: quietLogger(stderr),
+	})
 	if err != nil {
 		return fmt.Errorf("start producer: %w", err)
 	}
@@ -340,7 +346,7 @@ func benchCatchUp(ctx context.Context, c benchConfig, store *timedStore, res *be
 	r := wal.NewReplica(store, wal.ApplyFunc(func(_ context.Context, rec wal.Record) error {
 		applied.Add(1)
 		return nil
-	}), wal.ReplicaConfig{Prefetch: c.prefetch, Logger: quietLogger(stderr)})
+	}), wal.ReplicaConfig{ManifestPath: res.Manifest, Prefetch: c.prefetch, Logger: quietLogger(stderr)})
 	bar := startProgress(stderr, res.Records, func() (int64, string) {
 		n := applied.Load()
 		return n, fmt.Sprintf("replica catching up: %d/%d records", n, res.Records)
@@ -372,6 +378,7 @@ func writeBenchReport(w io.Writer, r benchResult) {
 	ew := &errWriter{w: w}
 	ew.printf("objwal bench on %s: latency %.0f ms, key write interval %.0f ms, %d appenders with %s in flight each, %d records of %d B per Append, flush interval %.0f ms\n\n",
 		r.URL, r.LatencyMs, r.KeyWriteInterval, r.Appenders, humanBytes(r.InflightBytes), r.Group, r.RecordSize, r.FlushIntervalMs)
+	ew.printf("  %-26s %s\n", "log (manifest key)", r.Manifest)
 	ew.printf("  %-26s %d records, %s in %.2f s\n", "written", r.Records, humanBytes(r.Bytes), r.WriteSeconds)
 	ew.printf("  %-26s %.2f MB/s, %.0f records/s\n", "write throughput", r.WriteMBps, r.RecordsPerS)
 	ew.printf("  %-26s p50 %.1f ms, p90 %.1f ms, p99 %.1f ms\n", "commit latency", r.CommitP50Ms, r.CommitP90Ms, r.CommitP99Ms)

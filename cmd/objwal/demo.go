@@ -29,7 +29,8 @@ they differ.
 
 Without --url it runs on a file store in a fresh temporary directory that is
 removed afterwards. With --url the objects go under a fresh
-objwal-demo/<run>/ prefix of that store and are left there.
+objwal-demo/<run>/ prefix of that store and are left there; the output
+names the manifest key, for "objwal tail URL --manifest KEY".
 `
 
 // demoConfig is the demo's workload.
@@ -45,6 +46,8 @@ type demoConfig struct {
 	flushInterval time.Duration
 	pollInterval  time.Duration
 	seed          uint64
+	// The log's keys, under a prefix of their own (set by demo).
+	manifest, segmentPrefix string
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -182,7 +185,7 @@ func newDemoReplica(name string, store casstore.Store, c demoConfig, stderr io.W
 		}
 		return nil
 	})
-	d.r = wal.NewReplica(d.store, app, wal.ReplicaConfig{PollInterval: c.pollInterval, Logger: quietLogger(stderr)})
+	d.r = wal.NewReplica(d.store, app, wal.ReplicaConfig{ManifestPath: c.manifest, PollInterval: c.pollInterval, Logger: quietLogger(stderr)})
 	return d
 }
 
@@ -224,10 +227,13 @@ func demo(ctx context.Context, c demoConfig, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer base.Close()
-	prefix := "objwal-demo/" + runID()
-	store := casstore.WithPrefix(base, prefix)
+	// The log's own keys, so that "objwal tail URL --manifest KEY" finds
+	// it in any store (a file store URL has no key prefix).
+	prefix := "objwal-demo/" + runID() + "/"
+	c.manifest, c.segmentPrefix = prefix+wal.DefaultManifestPath, prefix+wal.DefaultSegmentPrefix
+	store := base
 
-	fmt.Fprintf(stdout, "objwal demo on %s, prefix %s/\n", where, prefix)
+	fmt.Fprintf(stdout, "objwal demo on %s, manifest %s\n", where, c.manifest)
 	fmt.Fprintf(stdout, "workload: %d records (%d%% deletes) over %d keys, %d appenders, %d records per group, values of %d B\n\n",
 		c.records, c.deletePercent, c.keys, c.appenders, c.group, c.valueSize)
 
@@ -266,7 +272,9 @@ type demoRunResult struct {
 // replicas have applied everything and every goroutine has stopped.
 func demoRun(ctx context.Context, c demoConfig, pstore *faultstore.Store, replicas []*demoReplica, stderr io.Writer) (res demoRunResult, err error) {
 	res.primary = &primaryMap{m: map[string]primaryEntry{}}
-	p, err := wal.NewProducer(ctx, pstore, wal.ProducerConfig{FlushInterval: c.flushInterval, Logger: quietLogger(stderr)})
+	p, err := wal.NewProducer(ctx, pstore, wal.ProducerConfig{
+		ManifestPath: c.manifest, SegmentPrefix: c.segmentPrefix, FlushInterval: c.flushInterval, Logger: quietLogger(stderr),
+	})
 	if err != nil {
 		return res, fmt.Errorf("start producer: %w", err)
 	}

@@ -97,9 +97,16 @@ func TestDemoOnURL(t *testing.T) {
 	// The objects stay under a fresh prefix of the store.
 	store, err := casstore.Open(testContext(t), url)
 	require.NoError(t, err)
-	n, _, err := countKeys(testContext(t), store, "objwal-demo/")
+	m := regexp.MustCompile(`manifest (objwal-demo/[^/]+/)wal/manifest\n`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	n, _, err := countKeys(testContext(t), store, m[1]+"wal/")
 	require.NoError(t, err)
-	assert.Greater(t, n, 1)
+	assert.Greater(t, n, 1, "the manifest and segments under %swal/", m[1])
+
+	// tail reads the demo's log by its manifest key.
+	code, out, errOut = runCLI(t, "tail", url, "--manifest", m[1]+"wal/manifest")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, 500, strings.Count(out, "\n"))
 }
 
 func TestDiffMaps(t *testing.T) {
@@ -146,6 +153,7 @@ func TestBenchJSON(t *testing.T) {
 	assert.Equal(t, float64(262), res["records"], "256 KiB in records of 1000 B")
 	assert.GreaterOrEqual(t, res["commit_p99_ms"].(float64), res["commit_p50_ms"].(float64))
 	assert.Equal(t, "mem://objwal-bench", res["url"])
+	assert.Regexp(t, `^objwal-bench/[^/]+/wal/manifest$`, res["manifest"])
 }
 
 func TestBenchTextWithLatency(t *testing.T) {
