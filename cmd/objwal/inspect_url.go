@@ -33,7 +33,7 @@ func runInspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	var kind, rawURL, key string
 	switch urlAt := slices.IndexFunc(pos, isStoreURL); {
-	case urlAt < 0:
+	case urlAt < 0 && len(pos) > 0:
 		return runInspect(ctx, args, stdout, stderr) // the local-file form
 	case urlAt == 0 && len(pos) == 2:
 		rawURL, key = pos[0], pos[1]

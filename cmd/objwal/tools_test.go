@@ -317,6 +317,7 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"tail"}, 2, "usage: objwal tail URL"},
 		{[]string{"tail", missing}, 1, "no log at " + missing + `: manifest "wal/manifest" does not exist`},
 		{[]string{"tail", "nosuch://x"}, 1, `unknown scheme "nosuch"`},
+		{[]string{"inspect"}, 2, "objwal inspect [--json] [manifest|segment] URL KEY"},
 		{[]string{"inspect", missing}, 2, "objwal inspect [--json] [manifest|segment] URL KEY"},
 		{[]string{"inspect", "log", missing, "wal/manifest"}, 2, "usage: objwal inspect"},
 		{[]string{"inspect", missing, "wal/manifest"}, 1, "object not found"},
