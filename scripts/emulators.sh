@@ -85,12 +85,27 @@ install_go_tool() { # NAME MODULE@VERSION VERSION
 	echo "$version" >"$marker"
 }
 
+# ensure_npm installs Node.js and npm from Debian's packages when the machine
+# lacks them (as root, with apt-get), so a fresh machine needs nothing by hand.
+ensure_npm() {
+	command -v npm >/dev/null 2>&1 && return 0
+	if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+		log "npm not found: installing nodejs and npm with apt-get"
+		mkdir -p "$LOGS"
+		if ! { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm; } >"$LOGS/apt-npm.log" 2>&1; then
+			tail_log apt-npm
+			die "apt-get install nodejs npm failed"
+		fi
+	fi
+	command -v npm >/dev/null 2>&1 || die "npm is required to install Azurite $AZURITE_VERSION (install Node.js and npm)"
+}
+
 install_azurite() {
 	local marker="$TOOLS/azurite/.version"
 	if [[ -x $TOOLS/azurite/node_modules/.bin/azurite-blob && -f $marker && $(cat "$marker") == "$AZURITE_VERSION" ]]; then
 		return 0
 	fi
-	command -v npm >/dev/null 2>&1 || die "npm is required to install Azurite $AZURITE_VERSION"
+	ensure_npm
 	log "installing Azurite $AZURITE_VERSION (npm)"
 	mkdir -p "$TOOLS/azurite" "$LOGS"
 	if ! npm install --prefix "$TOOLS/azurite" --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION" >"$LOGS/azurite-install.log" 2>&1; then
