@@ -73,7 +73,6 @@ import (
 	gcstorage "cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	azruntime "github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	azblobblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -464,7 +463,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, cond casstore.
 		wctx = policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1})
 		// The last response of the upload is the one that created the
 		// blob (Put Blob or Put Block List): its ETag is our version.
-		wctx = azruntime.WithCaptureResponse(wctx, &azResp)
+		wctx = policy.WithCaptureResponse(wctx, &azResp)
 	}
 	w, err := s.b.NewWriter(wctx, key, opts)
 	if err != nil {
