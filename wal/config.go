@@ -82,6 +82,12 @@ type ProducerConfig struct {
 	// Meter creates the objwal.wal.* instruments. Default:
 	// otel.GetMeterProvider().Meter("github.com/objwal/objwal/wal").
 	Meter metric.Meter
+
+	// serialFlushes makes each flush wait until its segments are committed
+	// before the next one seals: the seed's one-flush-at-a-time pipeline.
+	// Only BenchmarkPipelining sets it (export_test.go), to measure the
+	// pipelined committer against that baseline on the same code.
+	serialFlushes bool
 }
 
 // ReplicaConfig configures a Replica. Every zero field takes the default

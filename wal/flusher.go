@@ -55,6 +55,9 @@ func (p *Producer) flushLoop() {
 			if !p.dispatch(segs) {
 				return
 			}
+			if p.cfg.serialFlushes && !p.awaitCommitted(segs) {
+				return
+			}
 		}
 		if closing && groups == nil {
 			p.c.sealedAll()
@@ -78,6 +81,18 @@ func (p *Producer) flushLoop() {
 			default:
 			}
 		}
+	}
+}
+
+// awaitCommitted blocks until every segment of segs is resolved (they
+// resolve in ordinal order, so waiting for the last one suffices). It
+// reports false if the producer stopped meanwhile.
+func (p *Producer) awaitCommitted(segs []*segment) bool {
+	select {
+	case <-segs[len(segs)-1].done:
+		return true
+	case <-p.runCtx.Done():
+		return false
 	}
 }
 

@@ -392,3 +392,52 @@ func TestPerKeyWriteLimit(t *testing.T) {
 		t.Fatalf("log has %d records", len(got))
 	}
 }
+
+// TestSerialFlushesBaseline: the one-flush-at-a-time mode that
+// BenchmarkPipelining measures as its baseline still commits every record,
+// in order, and never has more than one flush's segments between seal and
+// commit (so with one segment per flush, every CAS carries one segment).
+func TestSerialFlushesBaseline(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	store := casstore.NewMemory()
+	cfg := wal.WithSerialFlushes(fastConfig())
+	p, err := wal.NewProducer(ctx, store, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	const appenders, each = 8, 40
+	for a := range appenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				d, err := p.Append(ctx, [][]byte{rec(a*each + i)}, nil)
+				if err == nil {
+					_, err = d.Wait(ctx)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	st := p.Stats()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st.Segments != st.Commits {
+		t.Fatalf("serial flushes: %d segments in %d commits; want one segment per commit", st.Segments, st.Commits)
+	}
+	got := tailAll(t, ctx, store)
+	if len(got) != appenders*each {
+		t.Fatalf("replica saw %d records, want %d", len(got), appenders*each)
+	}
+	for i, r := range got {
+		if r.Sequence != uint64(i) {
+			t.Fatalf("record %d has sequence %d", i, r.Sequence)
+		}
+	}
+}
