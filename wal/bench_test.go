@@ -108,10 +108,6 @@ func benchProduceWith(b *testing.B, cfg wal.ProducerConfig, latency time.Duratio
 	if st.Commits > 0 {
 		b.ReportMetric(float64(st.Segments)/float64(st.Commits), "segments/commit")
 	}
-	if latency > 0 {
-		// One flush at a time moves at most FlushBytes per upload+commit.
-		b.ReportMetric(float64(benchFlushBytes)/(2*latency.Seconds())/1e6, "serial-bound-MB/s")
-	}
 }
 
 // BenchmarkPipelining: 4 KiB records from 64 appenders with 20 ms on every
