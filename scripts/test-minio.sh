@@ -40,5 +40,5 @@ curl -s -o /dev/null "http://127.0.0.1:$port/minio/health/live" || { tail -n 40 
 mkdir -p "$data/objwal-test"
 export AWS_ACCESS_KEY_ID=$MINIO_ROOT_USER AWS_SECRET_ACCESS_KEY=$MINIO_ROOT_PASSWORD
 export AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
-export OBJWAL_TEST_S3_URL="s3://objwal-test/minio?endpoint=http://127.0.0.1:$port&use_path_style=true&region=us-east-1&conditional_delete=false"
+export OBJWAL_TEST_S3_URL="s3://objwal-test/minio?endpoint=http://127.0.0.1:$port&use_path_style=true&region=us-east-1&conditional_delete=false&nested_keys=false"
 flock /tmp/objwal-go.lock go test -count=1 -v -run 'TestConformanceRealBucket' ./casstore/s3/
