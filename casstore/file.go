@@ -164,15 +164,10 @@ func (f *File) removeStaleTemps() {
 	}
 }
 
-// check refuses calls after Close or with a done context.
+// check refuses calls after Close or with a done context. Unlike
+// CheckCall it lets an empty key through: keyPath refuses it with a reason.
 func (f *File) check(ctx context.Context, op, key string) error {
-	if f.closed.Load() {
-		return Wrap(op, key, ErrClosed)
-	}
-	if err := ctx.Err(); err != nil {
-		return Wrap(op, key, err)
-	}
-	return nil
+	return checkLive(ctx, f.closed.Load(), op, key)
 }
 
 // escapeSegment escapes the bytes that may not appear in a file name as we

@@ -68,16 +68,7 @@ func openMemory(_ context.Context, u *url.URL) (Store, error) {
 }
 
 func (m *Memory) check(ctx context.Context, op, key string) error {
-	if m.closed.Load() {
-		return Wrap(op, key, ErrClosed)
-	}
-	if err := ctx.Err(); err != nil {
-		return Wrap(op, key, err)
-	}
-	if key == "" && op != "list" {
-		return Wrap(op, key, ErrInvalidKey)
-	}
-	return nil
+	return CheckCall(ctx, m.closed.Load(), op, key)
 }
 
 // Get implements Store.

@@ -263,14 +263,8 @@ func once(ctx context.Context) context.Context {
 }
 
 func (s *Store) check(ctx context.Context, op, key string) error {
-	if s.closed.Load() {
-		return casstore.Wrap(op, key, casstore.ErrClosed)
-	}
-	if err := ctx.Err(); err != nil {
-		return casstore.Wrap(op, key, err)
-	}
-	if key == "" && op != "list" {
-		return casstore.Wrap(op, key, casstore.ErrInvalidKey)
+	if err := casstore.CheckCall(ctx, s.closed.Load(), op, key); err != nil {
+		return err
 	}
 	if strings.Contains(key, `\`) && op != "list" {
 		// Azure (and Azurite) turn "\" into "/" in blob names, so such a
@@ -490,31 +484,16 @@ func status(err error) int {
 // mapErr turns an azblob error into the contract's sentinels by status,
 // error code and the condition used, and wraps it with op and key.
 func mapErr(op, key string, cond casstore.Condition, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return casstore.Wrap(op, key, err)
-	}
-	write := op == "put" || op == "delete"
 	var sentinel error
 	switch st := status(err); {
 	case bloberror.HasCode(err, bloberror.ContainerNotFound):
 		// A missing container is a configuration error, not a missing blob.
 	case st == http.StatusNotFound:
-		if write && cond.Kind() == casstore.CondIfMatch {
-			sentinel = casstore.ErrPreconditionFailed
-		} else {
-			sentinel = casstore.ErrNotFound
-		}
+		sentinel = casstore.NotFoundSentinel(op, cond)
 	case st == http.StatusPreconditionFailed:
-		if cond.Kind() == casstore.CondIfAbsent {
-			sentinel = casstore.ErrAlreadyExists
-		} else {
-			sentinel = casstore.ErrPreconditionFailed
-		}
+		sentinel = casstore.PreconditionSentinel(cond)
 	case st == http.StatusConflict && bloberror.HasCode(err, bloberror.BlobAlreadyExists) && cond.Kind() == casstore.CondIfAbsent:
 		sentinel = casstore.ErrAlreadyExists
 	}
-	if sentinel != nil {
-		return casstore.Wrap(op, key, fmt.Errorf("%w: %w", sentinel, err))
-	}
-	return casstore.Wrap(op, key, err)
+	return casstore.WrapBackendError(op, key, sentinel, err)
 }

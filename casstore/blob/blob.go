@@ -247,16 +247,7 @@ func openURL(ctx context.Context, u *url.URL) (casstore.Store, error) {
 }
 
 func (s *Store) check(ctx context.Context, op, key string) error {
-	if s.closed.Load() {
-		return casstore.Wrap(op, key, casstore.ErrClosed)
-	}
-	if err := ctx.Err(); err != nil {
-		return casstore.Wrap(op, key, err)
-	}
-	if key == "" && op != "list" {
-		return casstore.Wrap(op, key, casstore.ErrInvalidKey)
-	}
-	return nil
+	return casstore.CheckCall(ctx, s.closed.Load(), op, key)
 }
 
 // Get implements casstore.Store. The version comes from the same response
@@ -743,9 +734,6 @@ func statusOf(err error) int {
 // mapErr turns a Go CDK error into the contract's sentinels, by the native
 // status code where there is one and by gcerrors.Code otherwise.
 func mapErr(op, key string, cond casstore.Condition, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return casstore.Wrap(op, key, err)
-	}
 	write := op == "put" || op == "delete"
 	st := statusOf(err)
 	var code string
@@ -759,24 +747,13 @@ func mapErr(op, key string, cond casstore.Condition, err error) error {
 	switch {
 	case code == "NoSuchBucket" || bloberror.HasCode(err, bloberror.ContainerNotFound) || errors.Is(err, gcstorage.ErrBucketNotExist):
 	case notFound:
-		if write && cond.Kind() == casstore.CondIfMatch {
-			sentinel = casstore.ErrPreconditionFailed
-		} else {
-			sentinel = casstore.ErrNotFound
-		}
+		sentinel = casstore.NotFoundSentinel(op, cond)
 	case precond:
-		if cond.Kind() == casstore.CondIfAbsent {
-			sentinel = casstore.ErrAlreadyExists
-		} else {
-			sentinel = casstore.ErrPreconditionFailed
-		}
+		sentinel = casstore.PreconditionSentinel(cond)
 	case st == http.StatusConflict && cond.Kind() == casstore.CondIfAbsent && bloberror.HasCode(err, bloberror.BlobAlreadyExists):
 		sentinel = casstore.ErrAlreadyExists
 	case st == http.StatusConflict && write && cond.Kind() != casstore.Unconditional && code == "ConditionalRequestConflict":
 		sentinel = casstore.ErrConflict
 	}
-	if sentinel != nil {
-		return casstore.Wrap(op, key, fmt.Errorf("%w: %w", sentinel, err))
-	}
-	return casstore.Wrap(op, key, err)
+	return casstore.WrapBackendError(op, key, sentinel, err)
 }

@@ -157,16 +157,7 @@ func openURL(ctx context.Context, u *url.URL) (casstore.Store, error) {
 }
 
 func (s *Store) check(ctx context.Context, op, key string) error {
-	if s.closed.Load() {
-		return casstore.Wrap(op, key, casstore.ErrClosed)
-	}
-	if err := ctx.Err(); err != nil {
-		return casstore.Wrap(op, key, err)
-	}
-	if key == "" && op != "list" {
-		return casstore.Wrap(op, key, casstore.ErrInvalidKey)
-	}
-	return nil
+	return casstore.CheckCall(ctx, s.closed.Load(), op, key)
 }
 
 // Get implements casstore.Store.
@@ -380,29 +371,14 @@ func code(err error) int {
 // mapErr turns a GCS error into the contract's sentinels by status and the
 // condition used, and wraps it with op and key.
 func mapErr(op, key string, cond casstore.Condition, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return casstore.Wrap(op, key, err)
-	}
-	if errors.Is(err, storage.ErrBucketNotExist) {
-		return casstore.Wrap(op, key, err)
-	}
 	var sentinel error
-	switch code(err) {
-	case http.StatusNotFound:
-		if cond.Kind() == casstore.CondIfMatch && (op == "put" || op == "delete") {
-			sentinel = casstore.ErrPreconditionFailed
-		} else {
-			sentinel = casstore.ErrNotFound
-		}
-	case http.StatusPreconditionFailed:
-		if cond.Kind() == casstore.CondIfAbsent {
-			sentinel = casstore.ErrAlreadyExists
-		} else {
-			sentinel = casstore.ErrPreconditionFailed
-		}
+	switch st := code(err); {
+	case errors.Is(err, storage.ErrBucketNotExist):
+		// A missing bucket is a configuration error, not a missing object.
+	case st == http.StatusNotFound:
+		sentinel = casstore.NotFoundSentinel(op, cond)
+	case st == http.StatusPreconditionFailed:
+		sentinel = casstore.PreconditionSentinel(cond)
 	}
-	if sentinel != nil {
-		return casstore.Wrap(op, key, fmt.Errorf("%w: %w", sentinel, err))
-	}
-	return casstore.Wrap(op, key, err)
+	return casstore.WrapBackendError(op, key, sentinel, err)
 }

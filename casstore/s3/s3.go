@@ -257,16 +257,7 @@ func noRetry(o *awss3.Options) {
 }
 
 func (s *Store) check(ctx context.Context, op, key string) error {
-	if s.closed.Load() {
-		return casstore.Wrap(op, key, casstore.ErrClosed)
-	}
-	if err := ctx.Err(); err != nil {
-		return casstore.Wrap(op, key, err)
-	}
-	if key == "" && op != "list" {
-		return casstore.Wrap(op, key, casstore.ErrInvalidKey)
-	}
-	return nil
+	return casstore.CheckCall(ctx, s.closed.Load(), op, key)
 }
 
 // Get implements casstore.Store.
@@ -484,9 +475,6 @@ func (s *Store) Close() error {
 // mapErr turns an SDK error into the contract's sentinels, by the HTTP status
 // and the condition the call carried, and wraps it with op and key.
 func (s *Store) mapErr(op, key string, cond casstore.Condition, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return casstore.Wrap(op, key, err)
-	}
 	status, code := httpStatus(err), apiCode(err)
 	conditional := cond.Kind() != casstore.Unconditional && (op == "put" || op == "delete")
 	var sentinel error
@@ -494,17 +482,9 @@ func (s *Store) mapErr(op, key string, cond casstore.Condition, err error) error
 	case code == "NoSuchBucket":
 		// A missing bucket is a configuration error, not a missing object.
 	case status == http.StatusNotFound || code == "NoSuchKey" || code == "NotFound":
-		if conditional && cond.Kind() == casstore.CondIfMatch {
-			sentinel = casstore.ErrPreconditionFailed
-		} else {
-			sentinel = casstore.ErrNotFound
-		}
+		sentinel = casstore.NotFoundSentinel(op, cond)
 	case status == http.StatusPreconditionFailed || code == "PreconditionFailed":
-		if cond.Kind() == casstore.CondIfAbsent {
-			sentinel = casstore.ErrAlreadyExists
-		} else {
-			sentinel = casstore.ErrPreconditionFailed
-		}
+		sentinel = casstore.PreconditionSentinel(cond)
 	case conditional && (status == http.StatusConflict || code == "ConditionalRequestConflict"):
 		sentinel = casstore.ErrConflict
 	case conditional && (status == http.StatusNotImplemented || code == "NotImplemented"):
@@ -512,10 +492,7 @@ func (s *Store) mapErr(op, key string, cond casstore.Condition, err error) error
 	case code == "KeyTooLongError":
 		sentinel = casstore.ErrInvalidKey
 	}
-	if sentinel != nil {
-		return casstore.Wrap(op, key, fmt.Errorf("%w: %w", sentinel, err))
-	}
-	return casstore.Wrap(op, key, err)
+	return casstore.WrapBackendError(op, key, sentinel, err)
 }
 
 func httpStatus(err error) int {
