@@ -1,7 +1,6 @@
 package azure_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -23,12 +22,7 @@ import (
 	"github.com/objwal/objwal/casstore/conformance"
 )
 
-const (
-	testContainer = "objwal-test"
-	// Azurite's documented, public development account and key.
-	azuriteAccount = "devstoreaccount1"
-	azuriteKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
-)
+const testContainer = "objwal-test"
 
 // emulatorClient returns a container client for the Azurite that
 // scripts/emulators.sh started, carrying requests through rt when it is
@@ -36,7 +30,7 @@ const (
 func emulatorClient(t testing.TB, rt http.RoundTripper) *container.Client {
 	t.Helper()
 	endpoint := cloudtest.Env(t, "OBJWAL_AZURITE_ENDPOINT", "Azure (Azurite)")
-	cred, err := azblob.NewSharedKeyCredential(azuriteAccount, azuriteKey)
+	cred, err := azblob.NewSharedKeyCredential(cloudtest.AzuriteAccount, cloudtest.AzuriteKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,18 +89,7 @@ func TestBackslashKeyRefused(t *testing.T) {
 // TestConformanceRealBucket runs the suite against a real container named by
 // OBJWAL_TEST_AZURE_URL.
 func TestConformanceRealBucket(t *testing.T) {
-	u := os.Getenv("OBJWAL_TEST_AZURE_URL")
-	if u == "" {
-		t.Skip("OBJWAL_TEST_AZURE_URL is not set: no real Azure container to test against")
-	}
-	conformance.Run(t, func(t *testing.T) casstore.Store {
-		s, err := casstore.Open(context.Background(), u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	})
+	cloudtest.RunRealBucket(t, "OBJWAL_TEST_AZURE_URL", "real Azure container")
 }
 
 // TestOpenURL opens azblob:// with localemu through casstore.Open, with the
@@ -117,8 +100,8 @@ func TestOpenURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("AZURE_STORAGE_ACCOUNT", azuriteAccount)
-	t.Setenv("AZURE_STORAGE_KEY", azuriteKey)
+	t.Setenv("AZURE_STORAGE_ACCOUNT", cloudtest.AzuriteAccount)
+	t.Setenv("AZURE_STORAGE_KEY", cloudtest.AzuriteKey)
 	ctx := context.Background()
 	s, err := casstore.Open(ctx, "azblob://"+testContainer+"/via-url?localemu=true&protocol=http&domain="+eu.Host)
 	if err != nil {
@@ -159,37 +142,9 @@ func TestCreateOnlyAnswers409(t *testing.T) {
 	t.Logf("emulator answered %d %s", re.StatusCode, re.ErrorCode)
 }
 
-// TestLostReplyIsNotALoss: see the s3 package's test of the same name.
+// TestLostReplyIsNotALoss: see cloudtest.RunLostReply.
 func TestLostReplyIsNotALoss(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		status int
-	}{{"dropped", 0}, {"503", http.StatusServiceUnavailable}} {
-		t.Run(tc.name, func(t *testing.T) {
-			lossy := &cloudtest.LossyTransport{Match: cloudtest.Conditional, Status: tc.status}
-			s := newEmulatorStore(t, lossy)
-			ctx := context.Background()
-			key := "lost-reply/" + tc.name
-			_ = s.Delete(ctx, key, casstore.None())
-
-			lossy.Arm(1)
-			_, err := s.Put(ctx, key, []byte("first"), casstore.IfAbsent())
-			checkUnknownOutcome(t, err)
-			data, info, err := s.Get(ctx, key)
-			if err != nil || string(data) != "first" {
-				t.Fatalf("after a lost create-only reply: Get = %q, %v; want the write to have landed", data, err)
-			}
-			lossy.Arm(1)
-			_, err = s.Put(ctx, key, []byte("second"), casstore.IfMatch(info.Version))
-			checkUnknownOutcome(t, err)
-			if data, _, err := s.Get(ctx, key); err != nil || string(data) != "second" {
-				t.Fatalf("after a lost replace reply: Get = %q, %v; want the write to have landed", data, err)
-			}
-			if matched, lost := lossy.Counts(); matched != 2 || lost != 2 {
-				t.Fatalf("conditional requests sent = %d (lost %d); want exactly 2: no retries", matched, lost)
-			}
-		})
-	}
+	cloudtest.RunLostReply(t, func(t *testing.T, rt http.RoundTripper) casstore.Store { return newEmulatorStore(t, rt) })
 }
 
 // TestSDKWouldRetry shows the lost-reply test can fail: the same client
@@ -211,59 +166,24 @@ func TestSDKWouldRetry(t *testing.T) {
 	}
 }
 
-func checkUnknownOutcome(t *testing.T, err error) {
-	t.Helper()
-	if err == nil {
-		t.Fatal("Put succeeded although its reply was lost; want a transport error")
-	}
-	for _, lie := range []error{casstore.ErrAlreadyExists, casstore.ErrPreconditionFailed, casstore.ErrConflict} {
-		if errors.Is(err, lie) {
-			t.Fatalf("Put whose reply was lost returned %v: a retry reported a landed write as lost", err)
-		}
-	}
-}
-
 // TestOpenURLErrors checks bad URLs give clear ErrInvalidURL errors.
 func TestOpenURLErrors(t *testing.T) {
 	t.Setenv("AZURE_STORAGE_ACCOUNT", "acct")
 	t.Setenv("AZURE_STORAGE_KEY", "")
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "")
-	ctx := context.Background()
-	for _, tc := range []struct{ url, want string }{
-		{"azblob:///prefix", "missing container"},
-		{"azblob://c?local_emu=true", "unknown parameter(s) local_emu"},
-		{"azblob://c?localemu=yes-please", "not a boolean"},
-		{"azblob://c?localemu=true&domain=10.1.2.3:10000", "not a loopback"},
-		{"azblob://c?domain=evil.example.com", "not an Azure blob endpoint"},
-		{"azblob://c?protocol=http", "only allowed with localemu"},
-		{"azure://c", "unknown scheme"},
-	} {
-		s, err := casstore.Open(ctx, tc.url)
-		if err == nil {
-			s.Close()
-			t.Errorf("Open(%q) succeeded; want an error", tc.url)
-			continue
-		}
-		if !errors.Is(err, casstore.ErrInvalidURL) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Open(%q) = %v; want ErrInvalidURL mentioning %q", tc.url, err, tc.want)
-		}
-	}
+	cloudtest.CheckOpenErrors(t, []cloudtest.OpenErrorCase{
+		{URL: "azblob:///prefix", Want: "missing container"},
+		{URL: "azblob://c?local_emu=true", Want: "unknown parameter(s) local_emu"},
+		{URL: "azblob://c?localemu=yes-please", Want: "not a boolean"},
+		{URL: "azblob://c?localemu=true&domain=10.1.2.3:10000", Want: "not a loopback"},
+		{URL: "azblob://c?domain=evil.example.com", Want: "not an Azure blob endpoint"},
+		{URL: "azblob://c?protocol=http", Want: "only allowed with localemu"},
+		{URL: "azure://c", Want: "unknown scheme"},
+	})
 }
 
 // BenchmarkConditionalPut measures the round trip of an If-Match put on the
 // emulator.
 func BenchmarkConditionalPut(b *testing.B) {
-	s := newEmulatorStore(b, nil)
-	ctx := context.Background()
-	key := "bench/conditional-put"
-	data := bytes.Repeat([]byte("x"), 1024)
-	v, err := s.Put(ctx, key, data, casstore.None())
-	if err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		if v, err = s.Put(ctx, key, data, casstore.IfMatch(v)); err != nil {
-			b.Fatal(err)
-		}
-	}
+	cloudtest.BenchConditionalPut(b, newEmulatorStore(b, nil))
 }

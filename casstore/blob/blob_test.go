@@ -1,7 +1,6 @@
 package blob_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -31,12 +30,7 @@ import (
 	"github.com/objwal/objwal/casstore/conformance"
 )
 
-const (
-	testBucket     = "objwal-test-blob"
-	azuriteAccount = "devstoreaccount1"
-	// Azurite's documented, public development key.
-	azuriteKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
-)
+const testBucket = "objwal-test-blob"
 
 // --- S3 (versitygw) ---
 
@@ -74,7 +68,7 @@ func TestConformanceS3(t *testing.T) {
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
 	u := "blob+s3://" + testBucket + "?endpoint=" + url.QueryEscape(endpoint) + "&use_path_style=true&region=us-east-1&nested_keys=false"
 	conformance.Run(t, func(t *testing.T) casstore.Store {
-		return cloudtest.GuardTornGets(t, open(t, u))
+		return cloudtest.GuardTornGets(t, cloudtest.Open(t, u))
 	})
 }
 
@@ -93,24 +87,7 @@ func TestGetIsOneRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := "one-request/get"
-	v, err := s.Put(ctx, key, []byte("one request"), casstore.None())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Take()
-	_, info, err := s.Get(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex := rec.Take()
-	if len(ex) != 1 || ex[0].Method != http.MethodGet {
-		t.Fatalf("Get made the requests %+v; want exactly one GET", ex)
-	}
-	if got := casstore.Version(strings.Trim(ex[0].ETag, `"`)); info.Version != got || info.Version != v {
-		t.Fatalf("Get version %q; the GET answered ETag %q, the Put returned %q", info.Version, ex[0].ETag, v)
-	}
-	_ = s.Delete(ctx, key, casstore.None())
+	cloudtest.CheckGetIsOneRequest(t, s, rec, "one-request/get")
 }
 
 // TestNestedKeysDeclared checks which lifted stores declare NestedKeys: the
@@ -188,7 +165,7 @@ func TestConformanceGCS(t *testing.T) {
 		if strings.HasSuffix(t.Name(), "/DeleteIfMatch") {
 			t.Skip("declared emulator gap: fake-gcs-server ignores ifGenerationMatch on delete")
 		}
-		return open(t, "blob+gs://"+testBucket)
+		return cloudtest.Open(t, "blob+gs://"+testBucket)
 	})
 }
 
@@ -197,7 +174,7 @@ func TestConformanceGCS(t *testing.T) {
 func azureContainer(t testing.TB, rt http.RoundTripper) *container.Client {
 	t.Helper()
 	endpoint := cloudtest.Env(t, "OBJWAL_AZURITE_ENDPOINT", "Azure (Azurite)")
-	cred, err := azblob.NewSharedKeyCredential(azuriteAccount, azuriteKey)
+	cred, err := azblob.NewSharedKeyCredential(cloudtest.AzuriteAccount, cloudtest.AzuriteKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,32 +200,21 @@ func TestConformanceAzure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("AZURE_STORAGE_ACCOUNT", azuriteAccount)
-	t.Setenv("AZURE_STORAGE_KEY", azuriteKey)
+	t.Setenv("AZURE_STORAGE_ACCOUNT", cloudtest.AzuriteAccount)
+	t.Setenv("AZURE_STORAGE_KEY", cloudtest.AzuriteKey)
 	u := "blob+azblob://" + testBucket + "?localemu=true&protocol=http&domain=" + eu.Host
-	conformance.Run(t, func(t *testing.T) casstore.Store { return open(t, u) })
+	conformance.Run(t, func(t *testing.T) casstore.Store { return cloudtest.Open(t, u) })
 }
 
 // TestConformanceMem lifts memblob: create-only only; the cases that need
 // IfMatch or conditional delete check ErrUnsupported and skip.
 func TestConformanceMem(t *testing.T) {
-	conformance.Run(t, func(t *testing.T) casstore.Store { return open(t, "blob+mem://") })
-}
-
-func open(t *testing.T, u string) casstore.Store {
-	t.Helper()
-	s, err := casstore.Open(context.Background(), u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	conformance.Run(t, func(t *testing.T) casstore.Store { return cloudtest.Open(t, "blob+mem://") })
 }
 
 // TestLostReplyIsNotALoss: a conditional put whose reply is lost after the
 // emulator applied it must not come back as ErrAlreadyExists or
-// ErrPreconditionFailed (see the s3 package's test of the same name), for
-// each lifted driver.
+// ErrPreconditionFailed (see cloudtest.LostReply), for each lifted driver.
 func TestLostReplyIsNotALoss(t *testing.T) {
 	ctx := context.Background()
 	lifts := map[string]func(t *testing.T, rt http.RoundTripper) *gcblob.Bucket{
@@ -291,61 +257,20 @@ func TestLostReplyIsNotALoss(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			key := "lost-reply/" + name
-			_ = s.Delete(ctx, key, casstore.None())
-
-			lossy.Arm(1)
-			_, err = s.Put(ctx, key, []byte("first"), casstore.IfAbsent())
-			checkUnknownOutcome(t, err)
-			data, info, err := s.Get(ctx, key)
-			if err != nil || string(data) != "first" {
-				t.Fatalf("after a lost create-only reply: Get = %q, %v; want the write to have landed", data, err)
-			}
-			lossy.Arm(1)
-			_, err = s.Put(ctx, key, []byte("second"), casstore.IfMatch(info.Version))
-			checkUnknownOutcome(t, err)
-			if data, _, err := s.Get(ctx, key); err != nil || string(data) != "second" {
-				t.Fatalf("after a lost replace reply: Get = %q, %v; want the write to have landed", data, err)
-			}
-			if matched, lost := lossy.Counts(); matched != 2 || lost != 2 {
-				t.Fatalf("conditional requests sent = %d (lost %d); want exactly 2: no retries", matched, lost)
-			}
+			cloudtest.LostReply(t, s, lossy, "lost-reply/"+name)
 		})
-	}
-}
-
-func checkUnknownOutcome(t *testing.T, err error) {
-	t.Helper()
-	if err == nil {
-		t.Fatal("Put succeeded although its reply was lost; want a transport error")
-	}
-	for _, lie := range []error{casstore.ErrAlreadyExists, casstore.ErrPreconditionFailed, casstore.ErrConflict} {
-		if errors.Is(err, lie) {
-			t.Fatalf("Put whose reply was lost returned %v: a retry reported a landed write as lost", err)
-		}
 	}
 }
 
 // TestOpenURLErrors checks bad URLs give clear ErrInvalidURL errors.
 func TestOpenURLErrors(t *testing.T) {
-	ctx := context.Background()
-	for _, tc := range []struct{ url, want string }{
-		{"blob+s3:///prefix", "missing bucket"},
-		{"blob+gs://b?colour=blue", "colour"},
-		{"blob+s3://b?regoin=x", "regoin"},
-		{"blob+ftp://b", "unknown scheme"},
-		{"blob+mem://?nested_keys=maybe", "nested_keys"},
-	} {
-		s, err := casstore.Open(ctx, tc.url)
-		if err == nil {
-			s.Close()
-			t.Errorf("Open(%q) succeeded; want an error", tc.url)
-			continue
-		}
-		if !errors.Is(err, casstore.ErrInvalidURL) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Open(%q) = %v; want ErrInvalidURL mentioning %q", tc.url, err, tc.want)
-		}
-	}
+	cloudtest.CheckOpenErrors(t, []cloudtest.OpenErrorCase{
+		{URL: "blob+s3:///prefix", Want: "missing bucket"},
+		{URL: "blob+gs://b?colour=blue", Want: "colour"},
+		{URL: "blob+s3://b?regoin=x", Want: "regoin"},
+		{URL: "blob+ftp://b", Want: "unknown scheme"},
+		{URL: "blob+mem://?nested_keys=maybe", Want: "nested_keys"},
+	})
 }
 
 // BenchmarkConditionalPut measures an If-Match put through each lifted
@@ -370,19 +295,7 @@ func BenchmarkConditionalPut(b *testing.B) {
 			}
 			defer bk.Close()
 			s, _ := blob.Lift(bk)
-			data := bytes.Repeat([]byte("x"), 1024)
-			v, err := s.Put(ctx, "bench/conditional-put", data, casstore.None())
-			if err != nil {
-				b.Fatal(err)
-			}
-			i := 0
-			for b.Loop() {
-				i++
-				data[0] = byte(i)
-				if v, err = s.Put(ctx, "bench/conditional-put", data, casstore.IfMatch(v)); err != nil {
-					b.Fatal(err)
-				}
-			}
+			cloudtest.BenchConditionalPut(b, s)
 		})
 	}
 }

@@ -1,11 +1,9 @@
 package gcs_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
@@ -69,18 +67,7 @@ func TestConformanceEmulator(t *testing.T) {
 // TestConformanceRealBucket runs the suite against a real bucket named by
 // OBJWAL_TEST_GCS_URL (application default credentials).
 func TestConformanceRealBucket(t *testing.T) {
-	u := os.Getenv("OBJWAL_TEST_GCS_URL")
-	if u == "" {
-		t.Skip("OBJWAL_TEST_GCS_URL is not set: no real GCS bucket to test against")
-	}
-	conformance.Run(t, func(t *testing.T) casstore.Store {
-		s, err := casstore.Open(context.Background(), u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	})
+	cloudtest.RunRealBucket(t, "OBJWAL_TEST_GCS_URL", "real GCS bucket")
 }
 
 // TestOpenURL opens gs:// through casstore.Open against the emulator: the
@@ -112,86 +99,23 @@ func TestOpenURL(t *testing.T) {
 	}
 }
 
-// TestLostReplyIsNotALoss: see the s3 package's test of the same name.
+// TestLostReplyIsNotALoss: see cloudtest.RunLostReply.
 func TestLostReplyIsNotALoss(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		status int
-	}{{"dropped", 0}, {"503", http.StatusServiceUnavailable}} {
-		t.Run(tc.name, func(t *testing.T) {
-			lossy := &cloudtest.LossyTransport{Match: cloudtest.Conditional, Status: tc.status}
-			s := newEmulatorStore(t, lossy)
-			ctx := context.Background()
-			key := "lost-reply/" + tc.name
-			_ = s.Delete(ctx, key, casstore.None())
-
-			lossy.Arm(1)
-			_, err := s.Put(ctx, key, []byte("first"), casstore.IfAbsent())
-			checkUnknownOutcome(t, err)
-			data, info, err := s.Get(ctx, key)
-			if err != nil || string(data) != "first" {
-				t.Fatalf("after a lost create-only reply: Get = %q, %v; want the write to have landed", data, err)
-			}
-			lossy.Arm(1)
-			_, err = s.Put(ctx, key, []byte("second"), casstore.IfMatch(info.Version))
-			checkUnknownOutcome(t, err)
-			if data, _, err := s.Get(ctx, key); err != nil || string(data) != "second" {
-				t.Fatalf("after a lost replace reply: Get = %q, %v; want the write to have landed", data, err)
-			}
-			if matched, lost := lossy.Counts(); matched != 2 || lost != 2 {
-				t.Fatalf("conditional requests sent = %d (lost %d); want exactly 2: no retries", matched, lost)
-			}
-		})
-	}
-}
-
-func checkUnknownOutcome(t *testing.T, err error) {
-	t.Helper()
-	if err == nil {
-		t.Fatal("Put succeeded although its reply was lost; want a transport error")
-	}
-	for _, lie := range []error{casstore.ErrAlreadyExists, casstore.ErrPreconditionFailed, casstore.ErrConflict} {
-		if errors.Is(err, lie) {
-			t.Fatalf("Put whose reply was lost returned %v: a retry reported a landed write as lost", err)
-		}
-	}
+	cloudtest.RunLostReply(t, func(t *testing.T, rt http.RoundTripper) casstore.Store { return newEmulatorStore(t, rt) })
 }
 
 // TestOpenURLErrors checks bad URLs give clear ErrInvalidURL errors.
 func TestOpenURLErrors(t *testing.T) {
-	ctx := context.Background()
-	for _, tc := range []struct{ url, want string }{
-		{"gs:///prefix", "missing bucket"},
-		{"gs://bucket?access_idd=x", "unknown parameter(s) access_idd"},
-		{"gs://bucket?anonymous=perhaps", "not a boolean"},
-		{"gcs://bucket", "unknown scheme"},
-	} {
-		s, err := casstore.Open(ctx, tc.url)
-		if err == nil {
-			s.Close()
-			t.Errorf("Open(%q) succeeded; want an error", tc.url)
-			continue
-		}
-		if !errors.Is(err, casstore.ErrInvalidURL) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Open(%q) = %v; want ErrInvalidURL mentioning %q", tc.url, err, tc.want)
-		}
-	}
+	cloudtest.CheckOpenErrors(t, []cloudtest.OpenErrorCase{
+		{URL: "gs:///prefix", Want: "missing bucket"},
+		{URL: "gs://bucket?access_idd=x", Want: "unknown parameter(s) access_idd"},
+		{URL: "gs://bucket?anonymous=perhaps", Want: "not a boolean"},
+		{URL: "gcs://bucket", Want: "unknown scheme"},
+	})
 }
 
 // BenchmarkConditionalPut measures the round trip of a GenerationMatch put
 // on the emulator.
 func BenchmarkConditionalPut(b *testing.B) {
-	s := newEmulatorStore(b, nil)
-	ctx := context.Background()
-	key := "bench/conditional-put"
-	data := bytes.Repeat([]byte("x"), 1024)
-	v, err := s.Put(ctx, key, data, casstore.None())
-	if err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		if v, err = s.Put(ctx, key, data, casstore.IfMatch(v)); err != nil {
-			b.Fatal(err)
-		}
-	}
+	cloudtest.BenchConditionalPut(b, newEmulatorStore(b, nil))
 }

@@ -1,7 +1,6 @@
 package s3_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -85,25 +84,7 @@ func TestConformanceEmulator(t *testing.T) {
 func TestGetIsOneRequest(t *testing.T) {
 	rec := &cloudtest.Recorder{}
 	s := newEmulatorStore(t, rec)
-	ctx := context.Background()
-	key := "one-request/" + strings.ReplaceAll(t.Name(), "/", "_")
-	v, err := s.Put(ctx, key, []byte("one request"), casstore.None())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Take()
-	_, info, err := s.Get(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex := rec.Take()
-	if len(ex) != 1 || ex[0].Method != http.MethodGet {
-		t.Fatalf("Get made the requests %+v; want exactly one GET", ex)
-	}
-	if got := casstore.Version(strings.Trim(ex[0].ETag, `"`)); info.Version != got || info.Version != v {
-		t.Fatalf("Get version %q; the GET answered ETag %q, the Put returned %q", info.Version, ex[0].ETag, v)
-	}
-	_ = s.Delete(ctx, key, casstore.None())
+	cloudtest.CheckGetIsOneRequest(t, s, rec, "one-request/"+strings.ReplaceAll(t.Name(), "/", "_"))
 }
 
 // TestWithoutNestedKeys checks the declared gap, by option and by URL.
@@ -170,67 +151,13 @@ func TestConformanceURL(t *testing.T) {
 // TestConformanceRealBucket runs the suite against a real bucket named by
 // OBJWAL_TEST_S3_URL (a casstore.Open URL; credentials from the SDK chain).
 func TestConformanceRealBucket(t *testing.T) {
-	u := os.Getenv("OBJWAL_TEST_S3_URL")
-	if u == "" {
-		t.Skip("OBJWAL_TEST_S3_URL is not set: no real S3 bucket to test against")
-	}
-	conformance.Run(t, func(t *testing.T) casstore.Store {
-		s, err := casstore.Open(context.Background(), u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	})
+	cloudtest.RunRealBucket(t, "OBJWAL_TEST_S3_URL", "real S3 bucket")
 }
 
 // TestLostReplyIsNotALoss sends conditional puts whose replies are lost
-// after the emulator applied them. Were the SDK to retry, the retry would
-// meet the write it just made and come back 412, which the adapter would
-// report as ErrAlreadyExists/ErrPreconditionFailed for a write that landed.
+// after the emulator applied them (see cloudtest.RunLostReply).
 func TestLostReplyIsNotALoss(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		status int
-	}{{"dropped", 0}, {"503", http.StatusServiceUnavailable}} {
-		t.Run(tc.name, func(t *testing.T) {
-			lossy := &cloudtest.LossyTransport{Match: cloudtest.Conditional, Status: tc.status}
-			s := newEmulatorStore(t, lossy)
-			ctx := context.Background()
-			key := "lost-reply/" + tc.name + "/" + strings.ReplaceAll(t.Name(), "/", "_")
-			_ = s.Delete(ctx, key, casstore.None())
-
-			lossy.Arm(1)
-			_, err := s.Put(ctx, key, []byte("first"), casstore.IfAbsent())
-			checkUnknownOutcome(t, err)
-			data, info, err := s.Get(ctx, key)
-			if err != nil || string(data) != "first" {
-				t.Fatalf("after a lost create-only reply: Get = %q, %v; want the write to have landed", data, err)
-			}
-
-			lossy.Arm(1)
-			_, err = s.Put(ctx, key, []byte("second"), casstore.IfMatch(info.Version))
-			checkUnknownOutcome(t, err)
-			if data, _, err := s.Get(ctx, key); err != nil || string(data) != "second" {
-				t.Fatalf("after a lost replace reply: Get = %q, %v; want the write to have landed", data, err)
-			}
-			if matched, lost := lossy.Counts(); matched != 2 || lost != 2 {
-				t.Fatalf("conditional requests sent = %d (lost %d); want exactly 2: no retries", matched, lost)
-			}
-		})
-	}
-}
-
-func checkUnknownOutcome(t *testing.T, err error) {
-	t.Helper()
-	if err == nil {
-		t.Fatal("Put succeeded although its reply was lost; want a transport error")
-	}
-	for _, lie := range []error{casstore.ErrAlreadyExists, casstore.ErrPreconditionFailed, casstore.ErrConflict} {
-		if errors.Is(err, lie) {
-			t.Fatalf("Put whose reply was lost returned %v: a retry reported a landed write as lost", err)
-		}
-	}
+	cloudtest.RunLostReply(t, func(t *testing.T, rt http.RoundTripper) casstore.Store { return newEmulatorStore(t, rt) })
 }
 
 // TestIfMatchOnMissingKey checks the 404 answer to If-Match on a key that
@@ -271,45 +198,19 @@ func TestWithoutConditionalDelete(t *testing.T) {
 // TestOpenURLErrors checks bad URLs give clear ErrInvalidURL errors
 // without touching the network.
 func TestOpenURLErrors(t *testing.T) {
-	ctx := context.Background()
-	for _, tc := range []struct{ url, want string }{
-		{"s3:///prefix", "missing bucket"},
-		{"s3://bucket?regoin=eu-west-1", "unknown parameter(s) regoin"},
-		{"s3://bucket?use_path_style=maybe", "not a boolean"},
-		{"s3://bucket?nested_keys=maybe", "nested_keys"},
-		{"s3://bucket?request_checksum_calculation=sometimes", "request_checksum_calculation"},
-		{"s3://bucket?endpoint=not-a-url", "endpoint"},
-		{"s4://bucket", "unknown scheme"},
-	} {
-		s, err := casstore.Open(ctx, tc.url)
-		if err == nil {
-			s.Close()
-			t.Errorf("Open(%q) succeeded; want an error", tc.url)
-			continue
-		}
-		if !errors.Is(err, casstore.ErrInvalidURL) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Open(%q) = %v; want ErrInvalidURL mentioning %q", tc.url, err, tc.want)
-		}
-	}
+	cloudtest.CheckOpenErrors(t, []cloudtest.OpenErrorCase{
+		{URL: "s3:///prefix", Want: "missing bucket"},
+		{URL: "s3://bucket?regoin=eu-west-1", Want: "unknown parameter(s) regoin"},
+		{URL: "s3://bucket?use_path_style=maybe", Want: "not a boolean"},
+		{URL: "s3://bucket?nested_keys=maybe", Want: "nested_keys"},
+		{URL: "s3://bucket?request_checksum_calculation=sometimes", Want: "request_checksum_calculation"},
+		{URL: "s3://bucket?endpoint=not-a-url", Want: "endpoint"},
+		{URL: "s4://bucket", Want: "unknown scheme"},
+	})
 }
 
 // BenchmarkConditionalPut measures the round trip of an If-Match put on the
 // emulator.
 func BenchmarkConditionalPut(b *testing.B) {
-	s := newEmulatorStore(b, nil)
-	ctx := context.Background()
-	key := "bench/conditional-put"
-	data := bytes.Repeat([]byte("x"), 1024)
-	v, err := s.Put(ctx, key, data, casstore.None())
-	if err != nil {
-		b.Fatal(err)
-	}
-	i := 0
-	for b.Loop() {
-		i++
-		data[0] = byte(i) // distinct bytes, distinct ETag
-		if v, err = s.Put(ctx, key, data, casstore.IfMatch(v)); err != nil {
-			b.Fatal(err)
-		}
-	}
+	cloudtest.BenchConditionalPut(b, newEmulatorStore(b, nil))
 }

@@ -2,8 +2,10 @@
 // share: finding the emulators that scripts/emulators.sh started, deciding
 // between skipping and failing when one is absent, an HTTP transport that
 // loses replies on purpose to prove that conditional writes are not retried
-// blindly, one that records requests, and a guard against torn GET answers
-// from versitygw.
+// blindly, one that records requests, a guard against torn GET answers
+// from versitygw, and the checks and benchmark that every adapter's tests
+// run alike (checks.go): lost replies, one-request Gets, refused URLs, the
+// real-bucket suite and the conditional-put round trip.
 //
 // It is imported only from _test.go files.
 package cloudtest
@@ -136,6 +138,14 @@ func Conditional(req *http.Request) bool {
 	}
 	return req.URL.Query().Get("ifGenerationMatch") != ""
 }
+
+// Azurite's documented, public development account and its key, which the
+// Azure tests sign their requests with. They open nothing but a local
+// emulator.
+const (
+	AzuriteAccount = "devstoreaccount1"
+	AzuriteKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
 
 // VersitygwNestedKeysGap is the reason the versitygw tests give with
 // s3.WithoutNestedKeys and blob.WithoutNestedKeys.
