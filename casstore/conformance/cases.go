@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"testing"
 
 	"github.com/objwal/objwal/casstore"
 )
@@ -28,7 +27,7 @@ func pattern(n int, seed uint64) []byte {
 	return b
 }
 
-func testRoundTrip(t *testing.T, e *env) {
+func testRoundTrip(t T, e *env) {
 	for _, tc := range []struct {
 		name string
 		data []byte
@@ -60,7 +59,7 @@ func testRoundTrip(t *testing.T, e *env) {
 	}
 }
 
-func testOddKeys(t *testing.T, e *env) {
+func testOddKeys(t T, e *env) {
 	names := []string{
 		"with space/a b c",
 		"unicode/héllo-世界-🙂",
@@ -102,7 +101,7 @@ func testOddKeys(t *testing.T, e *env) {
 // disks, but Azure Blob Storage turns it into '/', so a store may refuse such
 // keys with ErrInvalidKey (reported as a skip). A store that accepts one must
 // keep it distinct from the '/' key.
-func testBackslashKey(t *testing.T, e *env) {
+func testBackslashKey(t T, e *env) {
 	key, slash := e.k(`back\slash`), e.k("back/slash")
 	v, err := e.s.Put(t.Context(), key, []byte("backslash"), casstore.IfAbsent())
 	if errors.Is(err, casstore.ErrInvalidKey) {
@@ -124,7 +123,7 @@ func testBackslashKey(t *testing.T, e *env) {
 // a key and keys below it; a store that declares the gap must refuse such a
 // write with an error and keep what it holds (no silent loss), and the case
 // then skips with the declared reason.
-func testKeyAndDirectory(t *testing.T, e *env) {
+func testKeyAndDirectory(t T, e *env) {
 	if !e.caps.NestedKeys {
 		e.checkNestedRefused(t, "flat/a", "flat/a/b") // the key first, then one below it
 		e.checkNestedRefused(t, "flat/d/e", "flat/d") // a key below first, then the key
@@ -167,7 +166,7 @@ func testKeyAndDirectory(t *testing.T, e *env) {
 // below the other, on a store without NestedKeys. The second write may fail
 // with any error; if it succeeds, the store must hold both objects after all
 // (then it should declare NestedKeys). Either way, first must be unharmed.
-func (e *env) checkNestedRefused(t *testing.T, first, second string) {
+func (e *env) checkNestedRefused(t T, first, second string) {
 	t.Helper()
 	ctx := t.Context()
 	first, second = e.k(first), e.k(second)
@@ -183,7 +182,7 @@ func (e *env) checkNestedRefused(t *testing.T, first, second string) {
 	e.wantObject(t, first, []byte(first), v)
 }
 
-func testOverwrite(t *testing.T, e *env) {
+func testOverwrite(t T, e *env) {
 	key := e.k("overwrite")
 	v1 := e.put(t, key, []byte("first, longer value"), casstore.None())
 	v2 := e.put(t, key, []byte("second"), casstore.None())
@@ -193,7 +192,7 @@ func testOverwrite(t *testing.T, e *env) {
 	e.wantObject(t, key, []byte("second"), v2)
 }
 
-func testEmptyKey(t *testing.T, e *env) {
+func testEmptyKey(t T, e *env) {
 	ctx := t.Context()
 	_, err := e.s.Put(ctx, "", []byte("x"), casstore.None())
 	wantErr(t, `Put("")`, err, casstore.ErrInvalidKey)
@@ -201,7 +200,7 @@ func testEmptyKey(t *testing.T, e *env) {
 	wantErr(t, `Get("")`, err, casstore.ErrInvalidKey)
 }
 
-func testGetRange(t *testing.T, e *env) {
+func testGetRange(t T, e *env) {
 	ctx := t.Context()
 	data := pattern(100, 2)
 	key := e.k("range")
@@ -247,7 +246,7 @@ func testGetRange(t *testing.T, e *env) {
 	}
 }
 
-func testStatGetAgree(t *testing.T, e *env) {
+func testStatGetAgree(t T, e *env) {
 	ctx := t.Context()
 	for i, size := range []int{0, 1, 4096, 100_000} {
 		key := e.k(fmt.Sprintf("stat/%d", i))
@@ -273,7 +272,7 @@ func testStatGetAgree(t *testing.T, e *env) {
 	}
 }
 
-func testNotFound(t *testing.T, e *env) {
+func testNotFound(t T, e *env) {
 	ctx := t.Context()
 	for _, key := range []string{e.k("absent"), e.k("absent/deep/key")} {
 		_, _, err := e.s.Get(ctx, key)
@@ -297,7 +296,7 @@ func testNotFound(t *testing.T, e *env) {
 }
 
 // listKeys lists prefix and returns the keys, failing on an error.
-func (e *env) listKeys(t *testing.T, prefix string) []string {
+func (e *env) listKeys(t T, prefix string) []string {
 	t.Helper()
 	var keys []string
 	for info, err := range e.s.List(t.Context(), prefix) {
@@ -310,7 +309,7 @@ func (e *env) listKeys(t *testing.T, prefix string) []string {
 }
 
 // putMany writes keys concurrently (bounded), each with data(i).
-func (e *env) putMany(t *testing.T, keys []string, data func(i int) []byte) {
+func (e *env) putMany(t T, keys []string, data func(i int) []byte) {
 	t.Helper()
 	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
@@ -336,7 +335,7 @@ func (e *env) putMany(t *testing.T, keys []string, data func(i int) []byte) {
 // it runs on stores without NestedKeys too; the order around '/' is still
 // tested by siblings that sort just before it ('-' 0x2d, '.' 0x2e) and just
 // after it ('0' 0x30), and by a key that equals a listed prefix ("l/ab").
-func testList(t *testing.T, e *env) {
+func testList(t T, e *env) {
 	ctx := t.Context()
 	inside := []string{"l/b", "l/a-", "l/a.b", "l/a/x", "l/a0", "l/c/d/e", "l/ab", "l/abc", "l/B", "l/é", "l/~"}
 	outside := []string{"l-", "l.", "l0", "la", "k/l/a", "m/l/a"}
@@ -406,7 +405,7 @@ func testList(t *testing.T, e *env) {
 	}
 }
 
-func testListPagination(t *testing.T, e *env) {
+func testListPagination(t T, e *env) {
 	count := e.cfg.listCount
 	keys := make([]string, count)
 	for i := range keys {
@@ -454,7 +453,7 @@ func testListPagination(t *testing.T, e *env) {
 	}
 }
 
-func testListWithoutPrefix(t *testing.T, e *env) {
+func testListWithoutPrefix(t T, e *env) {
 	ctx := t.Context()
 	names := []string{"z", "a/b", "a.", "a0", "m/n/o"} // no key is also a directory
 	var want []string
@@ -487,7 +486,7 @@ func testListWithoutPrefix(t *testing.T, e *env) {
 	}
 }
 
-func testIfAbsent(t *testing.T, e *env) {
+func testIfAbsent(t T, e *env) {
 	if !e.caps.IfAbsent {
 		t.Skipf("store declares IfAbsent unsupported: %s", e.gaps())
 	}
@@ -509,7 +508,7 @@ func testIfAbsent(t *testing.T, e *env) {
 	e.put(t, key, []byte("again"), casstore.IfAbsent())
 }
 
-func testIfMatch(t *testing.T, e *env) {
+func testIfMatch(t T, e *env) {
 	if !e.caps.IfMatch {
 		t.Skipf("store declares IfMatch unsupported (see UnsupportedConditions): %s", e.gaps())
 	}
@@ -562,7 +561,7 @@ func testIfMatch(t *testing.T, e *env) {
 	}
 }
 
-func testUnsupportedConditions(t *testing.T, e *env) {
+func testUnsupportedConditions(t T, e *env) {
 	if e.caps.IfAbsent && e.caps.IfMatch {
 		t.Skip("store declares IfAbsent and IfMatch: no Put condition to refuse")
 	}
@@ -583,7 +582,7 @@ func testUnsupportedConditions(t *testing.T, e *env) {
 	t.Logf("declared gaps: %s", e.gaps())
 }
 
-func testVersionsChange(t *testing.T, e *env) {
+func testVersionsChange(t T, e *env) {
 	key := e.k("versions")
 	seen := map[casstore.Version]int{}
 	for i := range 8 {
@@ -607,7 +606,7 @@ func testVersionsChange(t *testing.T, e *env) {
 	}
 }
 
-func testDelete(t *testing.T, e *env) {
+func testDelete(t T, e *env) {
 	ctx := t.Context()
 	key := e.k("delete/me")
 	e.put(t, key, []byte("x"), casstore.None())
@@ -629,7 +628,7 @@ func testDelete(t *testing.T, e *env) {
 	e.get(t, e.k("delete/keep"))
 }
 
-func testDeleteIfMatch(t *testing.T, e *env) {
+func testDeleteIfMatch(t T, e *env) {
 	ctx := t.Context()
 	key := e.k("delete-ifmatch")
 	v1 := e.put(t, key, []byte("one"), casstore.None())
@@ -655,7 +654,7 @@ func testDeleteIfMatch(t *testing.T, e *env) {
 	wantErr(t, "Delete IfMatch on a missing key", err, casstore.ErrPreconditionFailed)
 }
 
-func testCancelledContext(t *testing.T, e *env) {
+func testCancelledContext(t T, e *env) {
 	key := e.k("cancelled")
 	e.put(t, key, []byte("x"), casstore.None())
 	ctx, cancel := context.WithCancel(t.Context())
@@ -691,7 +690,7 @@ func testCancelledContext(t *testing.T, e *env) {
 	check("List", listErr)
 }
 
-func testClose(t *testing.T, e *env) {
+func testClose(t T, e *env) {
 	key := e.k("closed")
 	e.put(t, key, []byte("x"), casstore.None())
 	if err := e.s.Delete(t.Context(), key, casstore.None()); err != nil {

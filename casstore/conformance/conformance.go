@@ -37,6 +37,11 @@
 //
 // Options shrink the heavy cases for slow backends; the defaults are the
 // numbers the project's issue asks for.
+//
+// The cases are written against T, the part of *testing.T they use. Check
+// runs the same cases outside go test, as `objwal conformance URL` does
+// against a user's bucket, and returns a Result per case instead of
+// reporting to package testing.
 package conformance
 
 import (
@@ -46,6 +51,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +73,7 @@ type config struct {
 	timeout      time.Duration
 	linTimeout   time.Duration
 	keepObjects  bool
+	match        *regexp.Regexp // nil: every case
 }
 
 func defaultConfig() config {
@@ -164,6 +171,9 @@ func Run(t *testing.T, newStore func(t *testing.T) casstore.Store, opts ...Optio
 		o(&cfg)
 	}
 	for _, c := range cases {
+		if cfg.match != nil && !cfg.match.MatchString(c.name) {
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, newStore(t), &cfg)
 			c.run(t, e)
@@ -174,7 +184,7 @@ func Run(t *testing.T, newStore func(t *testing.T) casstore.Store, opts ...Optio
 // A testCase is one named conformance case.
 type testCase struct {
 	name string
-	run  func(t *testing.T, e *env)
+	run  func(t T, e *env)
 }
 
 // cases is the suite, in the order Run runs it.
@@ -211,7 +221,7 @@ type env struct {
 	cfg  *config
 }
 
-func newEnv(t *testing.T, s casstore.Store, cfg *config) *env {
+func newEnv(t T, s casstore.Store, cfg *config) *env {
 	t.Helper()
 	if s == nil {
 		t.Fatal("newStore returned a nil Store")
@@ -233,7 +243,7 @@ func newEnv(t *testing.T, s casstore.Store, cfg *config) *env {
 func (e *env) k(name string) string { return e.p + name }
 
 // cleanup deletes what the case wrote, best effort.
-func (e *env) cleanup(t *testing.T) {
+func (e *env) cleanup(t T) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.timeout)
 	defer cancel()
 	var keys []string
@@ -254,7 +264,7 @@ func (e *env) cleanup(t *testing.T) {
 	}
 }
 
-func (e *env) put(t *testing.T, key string, data []byte, cond casstore.Condition) casstore.Version {
+func (e *env) put(t T, key string, data []byte, cond casstore.Condition) casstore.Version {
 	t.Helper()
 	v, err := e.s.Put(t.Context(), key, data, cond)
 	if err != nil {
@@ -266,7 +276,7 @@ func (e *env) put(t *testing.T, key string, data []byte, cond casstore.Condition
 	return v
 }
 
-func (e *env) get(t *testing.T, key string) ([]byte, casstore.ObjectInfo) {
+func (e *env) get(t T, key string) ([]byte, casstore.ObjectInfo) {
 	t.Helper()
 	b, info, err := e.s.Get(t.Context(), key)
 	if err != nil {
@@ -276,7 +286,7 @@ func (e *env) get(t *testing.T, key string) ([]byte, casstore.ObjectInfo) {
 }
 
 // wantObject checks that key holds exactly data at version v.
-func (e *env) wantObject(t *testing.T, key string, data []byte, v casstore.Version) {
+func (e *env) wantObject(t T, key string, data []byte, v casstore.Version) {
 	t.Helper()
 	got, info := e.get(t, key)
 	if !bytes.Equal(got, data) {
@@ -291,14 +301,14 @@ func (e *env) wantObject(t *testing.T, key string, data []byte, v casstore.Versi
 }
 
 // wantAbsent checks that Stat reports ErrNotFound for key.
-func (e *env) wantAbsent(t *testing.T, key string) {
+func (e *env) wantAbsent(t T, key string) {
 	t.Helper()
 	_, err := e.s.Stat(t.Context(), key)
 	wantErr(t, fmt.Sprintf("Stat(%q)", key), err, casstore.ErrNotFound)
 }
 
 // wantErr fails unless errors.Is(err, want).
-func wantErr(t *testing.T, what string, err, want error) {
+func wantErr(t T, what string, err, want error) {
 	t.Helper()
 	if !errors.Is(err, want) {
 		t.Errorf("%s: error = %v, want %v", what, err, want)

@@ -190,8 +190,12 @@ func TestBrokenStoreHelper(t *testing.T) {
 	}
 	Run(t, func(t *testing.T) casstore.Store {
 		return &broken{Store: casstore.NewMemory(), mode: mode}
-	}, WithListCount(50), WithLargeObjectSize(1024))
+	}, brokenOpts...)
 }
+
+// brokenOpts shrink the suite for the broken-store runs, under Run and
+// under Check alike.
+var brokenOpts = []Option{WithListCount(50), WithLargeObjectSize(1024)}
 
 func TestSuiteCatchesBrokenStores(t *testing.T) {
 	if testing.Short() {

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -193,7 +192,7 @@ var linModel = porcupine.NondeterministicModel{
 	},
 }
 
-func testLinearizability(t *testing.T, e *env) {
+func testLinearizability(t T, e *env) {
 	ctx, cancel := context.WithTimeout(t.Context(), e.cfg.timeout)
 	defer cancel()
 	keys := make([]string, e.cfg.linKeys)
@@ -337,7 +336,7 @@ func dumpIllegal(h []porcupine.Operation) string {
 // visualize writes porcupine's HTML rendering of an illegal history (the
 // longest partial linearizations and where each stops) to a file in the
 // temporary directory and returns a line naming it for the failure message.
-func visualize(t *testing.T, h []porcupine.Operation, timeout time.Duration) string {
+func visualize(t T, h []porcupine.Operation, timeout time.Duration) string {
 	model := linModel.ToModel()
 	_, info := porcupine.CheckOperationsVerbose(model, h, timeout)
 	f, err := os.CreateTemp("", "objwal-linearizability-*.html")

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"testing"
 
 	"github.com/objwal/objwal/casstore"
 )
@@ -19,7 +18,7 @@ import (
 // acknowledged must be in the final value, no two winners may have written
 // the same value (two winners from one version), and every loser must have
 // lost with ErrPreconditionFailed or ErrConflict.
-func testRace(t *testing.T, e *env) {
+func testRace(t T, e *env) {
 	if !e.caps.IfMatch {
 		t.Skipf("store declares IfMatch unsupported: %s", e.gaps())
 	}
