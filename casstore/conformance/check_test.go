@@ -26,14 +26,6 @@ func outcomes(sum Summary) map[string]Outcome {
 	return m
 }
 
-func caseNames() []string {
-	var names []string
-	for _, c := range cases {
-		names = append(names, c.name)
-	}
-	return names
-}
-
 // TestCheckMemory runs the whole suite through Check on the memory store:
 // every case passes but UnsupportedConditions, which has nothing to refuse
 // on a store with both conditions and skips saying so; report sees every
@@ -55,8 +47,8 @@ func TestCheckMemory(t *testing.T) {
 			t.Errorf("%s: %s, want %s; messages:\n%s", r.Name, r.Outcome, want, strings.Join(r.Messages, "\n"))
 		}
 	}
-	if !slices.Equal(names, caseNames()) {
-		t.Errorf("cases run: %q, want %q", names, caseNames())
+	if !slices.Equal(names, Cases()) {
+		t.Errorf("cases run: %q, want %q", names, Cases())
 	}
 	if sum.Passed != len(cases)-1 || sum.Skipped != 1 || sum.Failed != 0 {
 		t.Errorf("summary %d passed, %d skipped, %d failed; want %d, 1, 0", sum.Passed, sum.Skipped, sum.Failed, len(cases)-1)
@@ -74,10 +66,15 @@ func TestCheckMemory(t *testing.T) {
 	}
 }
 
+// interleaved are the cases whose failure on a store that ignores IfMatch
+// needs two writers to interleave, which a loaded machine may not do.
+var interleaved = map[string]bool{"Race": true, "Linearizability": true}
+
 // TestCheckAgreesWithRun runs the suite on the deliberately broken stores
 // (and on an honest and a flat one) both through Run, under go test in a
 // re-executed binary, and through Check, and wants the same outcome for
-// every case.
+// every case, but for the cases that catch ignore-ifmatch only when
+// goroutines interleave (there both must at least run the case).
 func TestCheckAgreesWithRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the re-executed broken-store runs")
@@ -99,7 +96,15 @@ func TestCheckAgreesWithRun(t *testing.T) {
 				return &broken{Store: casstore.NewMemory(), mode: mode}, nil
 			}, nil, brokenOpts...)
 			fromCheck := outcomes(sum)
-			for _, name := range caseNames() {
+			for _, name := range Cases() {
+				if interleaved[name] && mode == "ignore-ifmatch" {
+					// Whether a lost update shows depends on how the
+					// goroutines interleave, in either run.
+					if fromCheck[name] == Skip || fromRun[name] == Skip {
+						t.Errorf("%s: Check says %q, Run says %q; neither may skip", name, fromCheck[name], fromRun[name])
+					}
+					continue
+				}
 				if fromCheck[name] != fromRun[name] {
 					t.Errorf("%s: Check says %q, Run says %q", name, fromCheck[name], fromRun[name])
 				}
