@@ -28,6 +28,8 @@ func commands() map[string]command {
 		"demo":    {summary: "run a producer and two replicas on a key-value workload and print what it cost", run: runDemo},
 		"bench":   {summary: "measure write throughput, commit latency and replica catch-up over a store", run: runBench},
 		"tail":    {summary: "print the records of a log in a store (--follow to keep reading)", run: runTail},
+
+		"conformance": {summary: "check that a store (your bucket) honours objwal's CAS contract, with the suite the project's tests run", run: runConformance},
 	}
 }
 
