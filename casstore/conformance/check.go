@@ -280,3 +280,13 @@ func (t *checkT) result(d time.Duration) Result {
 func sprintln(args ...any) string {
 	return strings.TrimSuffix(fmt.Sprintln(args...), "\n")
 }
+
+// Cases returns the names of the conformance cases in the order Run and
+// Check run them, for a tool that lists them or validates a filter.
+func Cases() []string {
+	names := make([]string, len(cases))
+	for i, c := range cases {
+		names[i] = c.name
+	}
+	return names
+}
