@@ -49,9 +49,13 @@ runs and checks the same promises.
 
 --run REGEXP runs only the cases whose name it matches (as go test -run).
 
+Before the cases run, the tool opens the store and lists a prefix that
+holds nothing; an error there (a missing bucket, refused credentials) stops
+it with that error.
+
 Exit status: 0 when no case failed, 1 when a case failed (or the run was
 interrupted), 2 for a usage error, a bad URL or a store that cannot be
-opened.
+opened or read.
 `
 
 // Quick-mode sizes; conformanceUsage documents them.
@@ -119,14 +123,25 @@ func runConformance(ctx context.Context, args []string, stdout, stderr io.Writer
 			conformance.WithLinearizability(quickLinClients, quickLinOps, quickLinKeys))
 	}
 
-	// Open once up front, so that a bad URL or an unknown scheme is a usage
-	// error reported once instead of a failure of every case.
+	// Open once up front and list a prefix that holds nothing, so that a
+	// bad URL, a missing bucket or refused credentials is one clear error
+	// instead of a failure of every case. (A listing, not a Stat: S3
+	// answers a HEAD in a missing bucket with a bare 404, which reads as a
+	// missing key.)
 	probe, err := openStore(ctx, rawURL)
 	if err != nil {
 		fmt.Fprintf(stderr, "objwal conformance: %v\n", err)
 		return 2
 	}
+	for _, lerr := range probe.List(ctx, "conformance-probe-"+runID()+"/") {
+		err = lerr
+		break
+	}
 	_ = probe.Close()
+	if err != nil {
+		fmt.Fprintf(stderr, "objwal conformance: cannot use the store at %s (does the bucket exist, may these credentials read it?): %v\n", shown, err)
+		return 2
+	}
 
 	if !*asJSON {
 		fmt.Fprintf(stdout, "conformance of %s (each case under conformance-<random>/ of its prefix)\n", shown)

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"iter"
 	"net/url"
 	"regexp"
 	"slices"
@@ -27,7 +29,19 @@ func (b blindIfMatch) Put(ctx context.Context, key string, data []byte, cond cas
 	return b.Store.Put(ctx, key, data, cond)
 }
 
+// unreachable is a store whose every call fails as a missing bucket does.
+type unreachable struct{ casstore.Store }
+
+func (unreachable) List(context.Context, string) iter.Seq2[casstore.ObjectInfo, error] {
+	return func(yield func(casstore.ObjectInfo, error) bool) {
+		yield(casstore.ObjectInfo{}, errors.New("NoSuchBucket: The specified bucket does not exist"))
+	}
+}
+
 func init() {
+	casstore.Register("test-unreachable", func(ctx context.Context, u *url.URL) (casstore.Store, error) {
+		return unreachable{casstore.NewMemory()}, nil
+	})
 	casstore.Register("test-blind-ifmatch", func(ctx context.Context, u *url.URL) (casstore.Store, error) {
 		s, err := casstore.Open(ctx, "mem://"+u.Host+u.Path)
 		if err != nil {
@@ -122,6 +136,7 @@ func TestConformanceUsageErrors(t *testing.T) {
 		{[]string{"nosuchscheme://bucket"}, `unknown scheme "nosuchscheme"`},
 		{[]string{"just-a-path"}, "no scheme"},
 		{[]string{"file://relative/dir"}, "absolute"},
+		{[]string{"test-unreachable://user:pw@bucket"}, "cannot use the store at test-unreachable://bucket (does the bucket exist, may these credentials read it?): NoSuchBucket"},
 		{[]string{"mem://x", "--run", "("}, "--run: error parsing regexp"},
 		{[]string{"mem://x", "--run", "NoSuchCase"}, `--run "NoSuchCase" matches no case (cases: RoundTrip, `},
 		{[]string{}, "usage: objwal conformance URL"},
