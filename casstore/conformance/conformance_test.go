@@ -103,6 +103,11 @@ type broken struct {
 func (b *broken) Put(ctx context.Context, key string, data []byte, cond casstore.Condition) (casstore.Version, error) {
 	if b.mode == "ignore-ifmatch" && cond.Kind() == casstore.CondIfMatch {
 		cond = casstore.None()
+		// Widen the read-to-write window: while this writer sleeps the
+		// others run and read the same version, so the lost updates the
+		// Race and Linearizability cases look for happen even when a loaded
+		// machine would otherwise run the racers one after another.
+		time.Sleep(2 * time.Millisecond)
 	}
 	if b.mode == "flat" || b.mode == "flat-lossy" {
 		if nested := b.nested(ctx, key); len(nested) > 0 {

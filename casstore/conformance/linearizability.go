@@ -285,6 +285,9 @@ func testLinearizability(t T, e *env) {
 	if ctx.Err() != nil {
 		t.Fatalf("history did not finish within %v: %v", e.cfg.timeout, ctx.Err())
 	}
+	if err := checkInformative(history); err != nil {
+		t.Fatalf("linearizability: %v", err)
+	}
 	for _, i := range pending {
 		history[i].Return = math.MaxInt64 // may take effect any time after its call
 	}
@@ -298,6 +301,29 @@ func testLinearizability(t T, e *env) {
 	default:
 		t.Errorf("linearizability check of %d operations gave %q within %v; shrink it with WithLinearizability", len(history), res, e.cfg.linTimeout)
 	}
+}
+
+// checkInformative refuses a history that constrains nothing: failed calls
+// count as "may or may not have happened", so a store whose every call
+// errors would otherwise pass. At least one write and one read must have
+// returned a definite answer.
+func checkInformative(h []porcupine.Operation) error {
+	var puts, gets int
+	for _, op := range h {
+		in, out := op.Input.(linInput), op.Output.(linOutput)
+		if out.outcome == outUnknown {
+			continue
+		}
+		if in.kind == linGet {
+			gets++
+		} else {
+			puts++
+		}
+	}
+	if puts == 0 || gets == 0 {
+		return fmt.Errorf("only %d writes and %d reads of %d operations returned a definite answer: the history checks nothing (is the store reachable?)", puts, gets, len(h))
+	}
+	return nil
 }
 
 // classify maps an error to the model's outcomes.
