@@ -235,6 +235,10 @@ func openURL(ctx context.Context, u *url.URL) (casstore.Store, error) {
 		}
 		o.UsePathStyle = pathStyle
 		o.EndpointOptions.DisableHTTPS = disableHTTPS
+		// S3-compatible servers often send no response checksum; the SDK
+		// would then log a DEBUG line on stderr for every read, which is
+		// noise in a library (validation itself is unchanged).
+		o.DisableLogOutputChecksumValidationSkipped = true
 	})
 	var opts []Option
 	if !condDelete {
