@@ -105,10 +105,10 @@ type Capabilities struct {
 	// NestedKeys: a key may coexist with keys below it, that is with keys
 	// that start with key+"/" ("a" and "a/b"), as on S3, GCS and Azure.
 	// False on stores that keep each key as a file (versitygw's posix
-	// backend, MinIO on a file system, gocloud.dev's fileblob): there a Put
-	// that would make a key and a "directory" of the same name fails with
-	// an error, and the callers that want portability never write such
-	// pairs.
+	// backend, MinIO on a file system, gocloud.dev's fileblob). There a Put
+	// that would make a key and a "directory" of the same name fails with an
+	// error (versitygw) or succeeds while List no longer shows the keys below
+	// (MinIO). Portable callers never write such pairs; the WAL does not.
 	NestedKeys bool
 	// Gaps explains, for people and test output, why a capability is false
 	// (for example "fake-gcs-server ignores ifGenerationMatch on delete").
