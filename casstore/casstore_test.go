@@ -51,6 +51,31 @@ func TestOpenRedactsCredentials(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("error %v leaks the password in the URL", err)
 	}
+	// A credential in a query parameter (a SAS signature, say) is redacted too.
+	_, err = casstore.Open(t.Context(), "nosuch://bucket/x?sig=hunter2")
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("error %v leaks the signature in the URL", err)
+	}
+	// url.Parse's own error repeats the URL: it must not reach the message.
+	_, err = casstore.Open(t.Context(), "s3://user:hunter2@b\x7f")
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("error %v leaks the password of an unparsable URL", err)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"s3://bucket/prefix?region=eu-west-1&nested_keys=false": "s3://bucket/prefix?region=eu-west-1&nested_keys=false",
+		"s3://AKIA:secret@bucket/p":                             "s3://bucket/p",
+		"blob+azblob://c?sig=abc&sv=2024&access_key=xyz":        "blob+azblob://c?access_key=REDACTED&sig=REDACTED&sv=2024",
+		"gs://b?X-Goog-Credential=c&token=t":                    "gs://b?X-Goog-Credential=REDACTED&token=REDACTED",
+		"mem://x":                                               "mem://x",
+		"s3://b\x7f":                                            "(unparsable URL)",
+	} {
+		if got := casstore.RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
 
 func TestOpenMemorySharing(t *testing.T) {

@@ -2,6 +2,7 @@ package casstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -59,34 +60,72 @@ func Schemes() []string {
 func Open(ctx context.Context, rawURL string) (Store, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("casstore: open %q: %w: %v", redact(rawURL), ErrInvalidURL, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // *url.Error repeats the raw URL, secrets and all
+		}
+		return nil, fmt.Errorf("casstore: open %q: %w: %v", RedactURL(rawURL), ErrInvalidURL, err)
 	}
 	if u.Scheme == "" {
-		return nil, fmt.Errorf("casstore: open %q: %w: no scheme (want one of %s)", redact(rawURL), ErrInvalidURL, strings.Join(Schemes(), ", "))
+		return nil, fmt.Errorf("casstore: open %q: %w: no scheme (want one of %s)", RedactURL(rawURL), ErrInvalidURL, strings.Join(Schemes(), ", "))
 	}
 	registryMu.RLock()
 	open, ok := registry[u.Scheme]
 	registryMu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("casstore: open %q: %w: unknown scheme %q (registered: %s; import the adapter package, or casstore/cloud for all)",
-			redact(rawURL), ErrInvalidURL, u.Scheme, strings.Join(Schemes(), ", "))
+			RedactURL(rawURL), ErrInvalidURL, u.Scheme, strings.Join(Schemes(), ", "))
 	}
 	s, err := open(ctx, u)
 	if err != nil {
-		return nil, fmt.Errorf("casstore: open %q: %w", redact(rawURL), err)
+		return nil, fmt.Errorf("casstore: open %q: %w", RedactURL(rawURL), err)
 	}
 	return s, nil
 }
 
-// redact drops user info from a URL before it goes into an error, so that
-// no credential embedded in a URL is ever printed.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
+// RedactURL returns rawURL fit to print in logs and errors: without user
+// information, and with the value of every query parameter whose name
+// suggests a credential (see secretParam) replaced by "REDACTED". A URL that
+// does not parse is not printed at all. Open uses it for every error it
+// returns, so no credential in a URL is ever printed.
+func RedactURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(unparsable URL)"
 	}
 	u.User = nil
+	if u.RawQuery != "" {
+		q := u.Query()
+		changed := false
+		for name := range q {
+			if secretParam(name) {
+				q[name] = []string{"REDACTED"}
+				changed = true
+			}
+		}
+		if changed {
+			u.RawQuery = q.Encode()
+		}
+	}
 	return u.String()
+}
+
+// secretParam reports whether a query parameter's name suggests its value
+// is a credential: it contains secret, token, password, credential or
+// signature, or it is sig, key, sas, access_key or account_key. None of
+// objwal's own adapters take one, but blob+ URLs and future adapters might.
+func secretParam(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"secret", "token", "password", "credential", "signature"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	switch n {
+	case "sig", "key", "sas", "access_key", "account_key":
+		return true
+	}
+	return false
 }
 
 // Query reads a URL's query parameters and remembers which were used, so an

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -100,7 +99,7 @@ func runConformance(ctx context.Context, args []string, stdout, stderr io.Writer
 		return 2
 	}
 	rawURL := pos[0]
-	shown := redactURL(rawURL)
+	shown := casstore.RedactURL(rawURL)
 
 	var opts []conformance.Option
 	if *runPattern != "" {
@@ -215,47 +214,3 @@ func anyMatch(re *regexp.Regexp, names []string) bool {
 
 // seconds renders d as seconds with two decimals ("0.12s").
 func seconds(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
-
-// redactURL returns rawURL fit to print: without user information, and
-// with the value of every query parameter whose name suggests a secret
-// (see secretParam) replaced by "REDACTED".
-// A URL that does not parse is not printed at all.
-func redactURL(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	u.User = nil
-	if u.RawQuery != "" {
-		q := u.Query()
-		changed := false
-		for name := range q {
-			if secretParam(name) {
-				q[name] = []string{"REDACTED"}
-				changed = true
-			}
-		}
-		if changed {
-			u.RawQuery = q.Encode()
-		}
-	}
-	return u.String()
-}
-
-// secretParam reports whether a query parameter's name suggests its value
-// is a credential: it contains secret, token, password, credential or
-// signature, or it is sig, key, sas, access_key or account_key. None of
-// objwal's own adapters take one, but blob+ URLs and future adapters might.
-func secretParam(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range []string{"secret", "token", "password", "credential", "signature"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	switch n {
-	case "sig", "key", "sas", "access_key", "account_key":
-		return true
-	}
-	return false
-}
